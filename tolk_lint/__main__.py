@@ -1,0 +1,3 @@
+from tolk_lint.cli import main
+
+main()

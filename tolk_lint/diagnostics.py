@@ -1,0 +1,135 @@
+"""What the tool says: one `Diagnostic` type that feeds every output.
+
+A diagnostic has a code, a severity, a message, the span it points at in the
+linted file, the kernel, the user's source line (`origin`, from PTX ``.loc``),
+related locations (the chain of reasons), an optional witness (two threads and
+input values Z3 found), rule-specific ``data`` and an optional `Fix`.
+
+Fixes follow ruff: a list of non-overlapping text edits plus an
+`Applicability` (safe fixes apply with ``fix``; unsafe ones need
+``--unsafe-fixes``; display-only ones are shown, never applied).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from tolk_lint.ir.nodes import Origin, Span
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+class Applicability(str, enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (line, column) positions of
+    ``path`` (end exclusive) with ``content``."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line,
+            "end_column": self.end_column,
+            "content": self.content,
+        }
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: tuple[Edit, ...]
+    applicability: Applicability = Applicability.SAFE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "applicability": self.applicability.value,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+
+@dataclass(frozen=True)
+class Related:
+    """A step of the reason chain: a location and what happens there."""
+
+    message: str
+    span: Span | None = None
+    origin: Origin | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        loc = self.origin.outermost() if self.origin is not None else None
+        if loc is not None:
+            return {"path": loc.path, "line": loc.line, "column": loc.column or 1, "message": self.message,
+                    "linted_path": self.span.path if self.span else None,
+                    "linted_line": self.span.line if self.span else None}
+        return {
+            "path": self.span.path if self.span else None,
+            "line": self.span.line if self.span else None,
+            "column": self.span.column if self.span else None,
+            "message": self.message,
+        }
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span
+    kernel: str | None = None
+    origin: Origin | None = None
+    related: list[Related] = field(default_factory=list)
+    witness: dict[str, Any] | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    fix: Fix | None = None
+    name: str = ""  # the rule's kebab-case name
+
+    def sort_key(self) -> tuple:
+        return (self.span.path, self.span.line, self.span.column, self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        origin = None
+        if self.origin is not None:
+            o = self.origin.outermost()
+            origin = {"path": o.path, "line": o.line, "column": o.column}
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "path": self.span.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "end_line": self.span.end_line or self.span.line,
+            "end_column": self.span.end_column or self.span.column + 1,
+            "kernel": self.kernel,
+            "origin": origin,
+            "related": [r.to_json() for r in self.related],
+            "witness": self.witness,
+            "data": self.data,
+            "fix": self.fix.to_json() if self.fix else None,
+        }

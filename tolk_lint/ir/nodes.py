@@ -1,0 +1,324 @@
+"""The IR: a kernel is a control-flow graph of basic blocks in SSA form.
+
+Both front ends (PTX through lark, Numba Python through libcst) produce these
+nodes, so every analysis and rule works on both languages unchanged.
+
+- A `Value` is defined exactly once: by an `Instr` (its ``results``) or as a
+  kernel parameter. Registers and Python variables assigned more than once
+  are renamed by the front ends (see `ir/builder.py`), and values merged at a
+  join are `PHI` instructions, one operand per predecessor.
+- An `Instr` carries its `Span` in the linted file and, where the source said
+  so (PTX ``.loc``), the `Origin`: the line the user wrote, in the CUDA C,
+  Triton or Python file the PTX came from.
+- A `Block` ends with exactly one terminator (BRANCH, JUMP, RET or EXIT).
+
+Nodes compare by identity: two instructions that look alike are still two
+instructions. Structural facts (dominators, loops) live in `ir/cfg.py` and are
+cached on the kernel by `Kernel.cfg()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from tolk_lint.ir.opcodes import TERMINATORS, Opcode
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range in the linted file: 1-based lines and columns, end inclusive of
+    the last character's column + 1 (ruff's convention: end points after)."""
+
+    path: str
+    line: int
+    column: int = 1
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The user's source line a PTX instruction came from (``.loc``).
+
+    ``inlined_at`` is where the function holding this line was inlined, so a
+    barrier inside an inlined device function has the call in the kernel as
+    its outermost origin."""
+
+    path: str
+    line: int
+    column: int = 0
+    inlined_at: Origin | None = None
+
+    def outermost(self) -> Origin:
+        o = self
+        while o.inlined_at is not None:
+            o = o.inlined_at
+        return o
+
+    def chain(self) -> list[Origin]:
+        """Innermost first: this line, then each call it was inlined into."""
+        out, o = [], self
+        while o is not None:
+            out.append(o)
+            o = o.inlined_at
+        return out
+
+
+# Types are short PTX-style strings: pred, b8..b64, u8..u64, s8..s64,
+# f16, f16x2, bf16, bf16x2, tf32, f32, f64, e4m3x2, e5m2x2 (and "ptr"
+# for Python array bases). Widths come from `type_bits`.
+_BITS = {"pred": 1, "ptr": 64}
+
+
+def type_bits(t: str) -> int:
+    if t in _BITS:
+        return _BITS[t]
+    digits = "".join(ch for ch in t if ch.isdigit())
+    if "x" in t:  # packed: f16x2 -> 32, e4m3x2 -> 16
+        head, _, count = t.partition("x")
+        base = {"f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "e2m1": 4, "e3m2": 6, "e2m3": 6}.get(head, 32)
+        return base * int(count or 1)
+    return int(digits) if digits else 32
+
+
+def is_signed(t: str) -> bool:
+    return t.startswith("s")
+
+
+def is_float(t: str) -> bool:
+    return t.startswith(("f", "bf", "tf", "e4", "e5", "e2", "e3"))
+
+
+class Value:
+    """An SSA value. ``name`` is for dumps and messages (``%r7.2``, ``i.1``);
+    ``source_name`` is the register or variable the user wrote (``%r7``)."""
+
+    __slots__ = ("id", "type", "name", "source_name", "defn", "index")
+
+    def __init__(self, id: int, type: str, name: str, source_name: str | None = None):
+        self.id = id
+        self.type = type
+        self.name = name
+        self.source_name = source_name or name
+        self.defn: Instr | None = None  # None only for values defined outside any instr
+        self.index = 0  # which result of ``defn`` this is
+
+    def __repr__(self) -> str:
+        return f"<{self.name}:{self.type}>"
+
+
+class Instr:
+    """One operation. ``args`` are Values; ``results`` the Values it defines."""
+
+    __slots__ = ("op", "args", "results", "attrs", "span", "origin", "block", "text", "id")
+
+    def __init__(
+        self,
+        op: Opcode,
+        args: list[Value],
+        results: list[Value],
+        attrs: dict[str, Any] | None = None,
+        span: Span | None = None,
+        origin: Origin | None = None,
+        text: str = "",
+    ):
+        self.op = op
+        self.args = args
+        self.results = results
+        self.attrs = attrs or {}
+        self.span = span
+        self.origin = origin
+        self.block: Block | None = None
+        self.text = text  # the source text of the statement, for messages
+        self.id = 0
+        for i, r in enumerate(results):
+            r.defn = self
+            r.index = i
+
+    @property
+    def result(self) -> Value:
+        return self.results[0]
+
+    @property
+    def is_terminator(self) -> bool:
+        return self.op in TERMINATORS
+
+    def targets(self) -> tuple[Block, ...]:
+        if self.op is Opcode.BRANCH:
+            return tuple(self.attrs["targets"])
+        if self.op is Opcode.JUMP:
+            return (self.attrs["target"],)
+        return ()
+
+    def __repr__(self) -> str:
+        return f"<{self.op.value} {self.text or ''}>"
+
+
+class Block:
+    __slots__ = ("name", "instrs", "preds", "succs", "kernel", "id", "span")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.instrs: list[Instr] = []
+        self.preds: list[Block] = []
+        self.succs: list[Block] = []
+        self.kernel: Kernel | None = None
+        self.id = 0
+        self.span: Span | None = None  # the label, when the source has one
+
+    @property
+    def terminator(self) -> Instr | None:
+        return self.instrs[-1] if self.instrs and self.instrs[-1].is_terminator else None
+
+    def phis(self) -> Iterator[Instr]:
+        for ins in self.instrs:
+            if ins.op is not Opcode.PHI:
+                break
+            yield ins
+
+    def __repr__(self) -> str:
+        return f"<block {self.name}>"
+
+
+@dataclass
+class Buffer:
+    """A named array in a memory space: ``.shared .align 4 .b8 s[1024]``,
+    ``cuda.shared.array((16, 16), float32)``, ``cuda.local.array(4, int32)``.
+    ``shape`` is in elements of ``dtype``; ``None`` entries are unknown
+    extents; ``dynamic`` marks ``.extern .shared`` / ``shape=0`` arrays."""
+
+    name: str
+    space: str
+    dtype: str
+    shape: tuple[int | None, ...]
+    align: int = 0
+    dynamic: bool = False
+    span: Span | None = None
+    origin: Origin | None = None
+    init: list[Any] | None = None
+
+    @property
+    def elements(self) -> int | None:
+        n = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    @property
+    def bytes(self) -> int | None:
+        n = self.elements
+        return None if n is None else n * max(1, type_bits(self.dtype) // 8)
+
+
+@dataclass
+class Param:
+    """A kernel parameter. ``kind`` is ``scalar`` or ``pointer`` (PTX params
+    are scalars until used as an address: the front end may refine).
+    ``volatile``: the host may change it during the launch."""
+
+    name: str
+    dtype: str
+    kind: str = "scalar"
+    space: str | None = None  # the pointee's space for pointers
+    value: Value | None = None
+    volatile: bool = False
+    written: bool | None = None  # does the kernel store through it (None: unknown)
+    ndim: int = 0  # Python arrays: number of dimensions
+
+
+@dataclass
+class LaunchBounds:
+    """What is known of the launch shape. ``block``: the exact block shape
+    (configuration, ``--block``, ``.reqntid``, a ``launch`` comment);
+    ``max_threads``: an upper bound on threads per block (``.maxntid``)."""
+
+    block: tuple[int, int, int] | None = None
+    max_threads: int | None = None
+    maxntid: tuple[int, ...] | None = None
+    reqntid: tuple[int, ...] | None = None
+    minnctapersm: int | None = None
+    maxnreg: int | None = None
+    source: str = ""  # where ``block`` came from, for messages
+
+    @property
+    def threads(self) -> int | None:
+        if self.block:
+            return self.block[0] * self.block[1] * self.block[2]
+        return self.max_threads
+
+
+@dataclass(eq=False)
+class Kernel:
+    """One kernel (``.entry``, ``@cuda.jit``, ``@njit``) or device function
+    (``.func``, ``@cuda.jit(device=True)``)."""
+
+    name: str
+    language: str  # "ptx" | "python"
+    path: str
+    target: str = "sm_80"
+    params: list[Param] = field(default_factory=list)
+    buffers: dict[str, Buffer] = field(default_factory=dict)
+    blocks: list[Block] = field(default_factory=list)
+    is_entry: bool = True
+    host: bool = False
+    launch: LaunchBounds = field(default_factory=LaunchBounds)
+    span: Span | None = None  # the kernel's header line
+    origin: Origin | None = None
+    assumptions: list[Value] = field(default_factory=list)  # `tolk: assume` facts (pred values)
+    returns: list[Param] = field(default_factory=list)  # .func return values
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+    def instrs(self) -> Iterator[Instr]:
+        for b in self.blocks:
+            yield from b.instrs
+
+    def cfg(self):
+        """Dominators, post-dominators, loops and control dependence (cached)."""
+        from tolk_lint.ir.cfg import CFG
+
+        if "cfg" not in self._cache:
+            self._cache["cfg"] = CFG(self)
+        return self._cache["cfg"]
+
+    def cached(self, key: str, compute):
+        """Per-kernel cache for derived facts (uniformity, memory, ...)."""
+        if key not in self._cache:
+            self._cache[key] = compute(self)
+        return self._cache[key]
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+
+@dataclass
+class Module:
+    """Everything read from one file: its kernels and device functions, the
+    front end's own findings (TL001/TL002) and the PTX ``.file`` table."""
+
+    path: str
+    language: str
+    source: str
+    kernels: list[Kernel] = field(default_factory=list)
+    functions: dict[str, Kernel] = field(default_factory=dict)  # device functions by name
+    diagnostics: list[Any] = field(default_factory=list)  # tolk_lint.diagnostics.Diagnostic
+    files: dict[int, str] = field(default_factory=dict)  # PTX .file index -> path
+    target: str | None = None  # PTX .target
+
+    def all_kernels(self) -> list[Kernel]:
+        """Entries first, then device functions (which have bodies of their own)."""
+        out = list(self.kernels)
+        out += [f for f in self.functions.values() if f not in out]
+        return out

@@ -1,0 +1,1 @@
+"""Renderers: each turns a list of `LintResult`s into text for one audience."""
