@@ -1,0 +1,935 @@
+"""Z3: the one module that talks to the solver (imported lazily).
+
+The question it answers: *can this value differ between two threads of one
+workgroup (or one warp), given the same uniform inputs?* It encodes the IR
+for two threads (``t = 0, 1``) as bit-vectors with the wrap-around semantics
+of PTX (Python integers get a 128-bit domain, so their arithmetic does not
+wrap: ``range(a, b)`` runs ``b - a`` trips), asserts what is known of the
+launch, and asks for a model where the two copies differ.
+
+- UNSAT: the value is the same in both threads: *proved uniform*.
+- SAT: a **witness** -- the two threads, the inputs, the trip.
+- UNKNOWN: the deterministic resource limit (``rlimit``, fixed seed; never a
+  wall-clock timeout, so CI is not flaky) ran out: the caller keeps the
+  conservative verdict and says the solver gave up.
+
+How values are encoded (`Encoder.enc`):
+
+- constants are literals; kernel parameters, block and grid sizes, block
+  indices are *shared* symbols (the same in both threads); ``tid.*`` are
+  per-thread symbols with ``0 <= tid.d < ntid.d``, ``laneid`` and linear ids
+  derived from them;
+- pure arithmetic is encoded structurally; floating-point operations and
+  ``PURE`` functions are uninterpreted functions (equal inputs, equal
+  outputs: sound, and cheap);
+- a loop's induction variable at trip ``k`` is ``start + step * k``, where
+  ``k`` is one trip index both threads share (the question is asked at the
+  same trip in both); after the loop, it is ``start + step * T_t`` with
+  ``T_t`` the thread's own exit trip, pinned by the exit test;
+- a PHI at a join is an if-then-else over the path conditions of its
+  incoming edges, computed over the region from the join's dominator;
+- a load whose memory no thread changes under it (a read-only buffer, or
+  shared memory every write to which a barrier orders before the load) is
+  an uninterpreted function of its address: two threads reading one address
+  read one value (`s[tid & 0]` is uniform);
+- anything else the uniformity analysis calls uniform is one shared symbol;
+  anything it calls varying, one symbol per thread.
+
+Cheap checks come first: a value with no per-thread symbol in its encoding
+is uniform without asking Z3 (`_syntactically_shared`).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tolk_lint.ir.cfg import Loop
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
+from tolk_lint.ir.opcodes import Opcode
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.uniform import Proof, UniformityInfo
+
+log = logging.getLogger("tolk_lint.smt")
+O = Opcode
+
+DEFAULT_RLIMIT = 2_000_000
+MAX_NODES = 4000  # per encoding: deeper values become symbols
+REGION_LIMIT = 160  # blocks in a join region encoded as if-then-else
+
+STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
+
+_z3 = None
+
+
+def z3mod():
+    """Import z3 once, on first use (the CLI starts without it)."""
+    global _z3
+    if _z3 is None:
+        try:
+            import z3  # noqa: PLC0415
+        except ImportError as e:  # pragma: no cover - z3-solver is a dependency
+            raise RuntimeError("tolk-lint needs the `z3-solver` package: pip install z3-solver") from e
+        z3.set_param("smt.random_seed", 0)
+        z3.set_param("sat.random_seed", 0)
+        _z3 = z3
+    return _z3
+
+
+@dataclass
+class Verdict:
+    status: str  # "unsat" | "sat" | "unknown"
+    model: Any = None
+    reason: str = ""
+
+
+class Encoder:
+    """Encodes IR values of one kernel for two threads.
+
+    ``trips`` maps each loop that holds the point of the question to the trip
+    index expression both threads share (a fresh ``k`` per loop by default).
+    ``level`` is ``workgroup`` or ``warp`` (same-warp constraint)."""
+
+    def __init__(self, kernel: Kernel, info: UniformityInfo | None, level: str = "workgroup",
+                 point: Block | None = None):  # fmt: skip
+        self.z3 = z3mod()
+        self.k = kernel
+        self.info = info
+        self.level = level
+        self.cfg = kernel.cfg()
+        self.python = kernel.language == "python"
+        self.memo: dict[tuple, Any] = {}
+        self.constraints: list[Any] = []
+        self.nodes = 0
+        self.per_thread_symbols: set[str] = set()
+        self.shared_symbols: dict[str, Any] = {}
+        self._sym_id = 0
+        self._exit_trip: dict[tuple, Any] = {}
+        self._trip_width = 128 if self.python else 64
+        z3 = self.z3
+        # the trip index of each loop around the point: shared by both threads
+        self.trips: dict[Loop, tuple[Any, Any]] = {}
+        if point is not None:
+            for lp in self.cfg.loops_around(point):
+                k = z3.BitVec(f"k_{lp.header.name}", self._trip_width)
+                self.trips[lp] = (k, k)
+        self._launch()
+
+    # -- symbols -----------------------------------------------------------------
+    def width(self, t: str) -> int:
+        if t == "pred":
+            return 1
+        if self.python and not is_float(t) and t not in ("pred",):
+            return 128
+        return max(1, type_bits(t))
+
+    def sort(self, t: str):
+        z3 = self.z3
+        return z3.BoolSort() if t == "pred" else z3.BitVecSort(self.width(t))
+
+    def shared(self, name: str, t: str):
+        if name not in self.shared_symbols:
+            z3 = self.z3
+            self.shared_symbols[name] = z3.Bool(name) if t == "pred" else z3.BitVec(name, self.width(t))
+        return self.shared_symbols[name]
+
+    def fresh(self, base: str, t: str, thread: int | None):
+        """A fresh symbol: per thread (thread = 0/1) or shared (None)."""
+        self._sym_id += 1
+        name = f"{base}!{self._sym_id}" + ("" if thread is None else f"@t{thread}")
+        z3 = self.z3
+        s = z3.Bool(name) if t == "pred" else z3.BitVec(name, self.width(t))
+        if thread is not None:
+            self.per_thread_symbols.add(name)
+        return s
+
+    def _launch(self) -> None:
+        z3 = self.z3
+        k = self.k
+        self.ntid = [z3.BitVec(f"ntid.{d}", 32) for d in "xyz"]
+        self.nctaid = [z3.BitVec(f"nctaid.{d}", 32) for d in "xyz"]
+        self.ctaid = [z3.BitVec(f"ctaid.{d}", 32) for d in "xyz"]
+        self.tid = [[z3.BitVec(f"tid.{d}@t{t}", 32) for d in "xyz"] for t in (0, 1)]
+        for t in (0, 1):
+            for d in range(3):
+                self.per_thread_symbols.add(f"tid.{'xyz'[d]}@t{t}")
+        c = self.constraints
+        block = k.launch.block
+        for d in range(3):
+            c.append(z3.UGE(self.ntid[d], 1))
+            c.append(z3.ULE(self.ntid[d], 1024))
+            c.append(z3.UGE(self.nctaid[d], 1))
+            c.append(z3.ULT(self.ctaid[d], self.nctaid[d]))
+            if block is not None:
+                c.append(self.ntid[d] == block[d])
+            for t in (0, 1):
+                c.append(z3.ULT(self.tid[t][d], self.ntid[d]))
+        wide = [z3.ZeroExt(32, n) for n in self.ntid]
+        limit = k.launch.threads if block is None and k.launch.threads else 1024
+        c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
+        if k.launch.maxntid and block is None and len(k.launch.maxntid) == 3:
+            pass  # the product bound above is what .maxntid means
+        # distinct threads
+        t0, t1 = self.tid
+        c.append(z3.Or(t0[0] != t1[0], t0[1] != t1[1], t0[2] != t1[2]))
+        if self.level == "warp":
+            c.append(z3.UDiv(self.linear(0), 32) == z3.UDiv(self.linear(1), 32))
+
+    def linear(self, t: int):
+        x, y, z = self.tid[t]
+        nx, ny, _ = self.ntid
+        return x + nx * (y + ny * z)
+
+    # -- helpers -------------------------------------------------------------------
+    def fit(self, e, width: int, signed: bool = False):
+        """``e`` as a ``width``-bit vector (Bool -> 0/1; extend or truncate)."""
+        z3 = self.z3
+        if z3.is_bool(e):
+            return z3.If(e, z3.BitVecVal(1, width), z3.BitVecVal(0, width))
+        w = e.size()
+        if w == width:
+            return e
+        if w < width:
+            return z3.SignExt(width - w, e) if signed else z3.ZeroExt(width - w, e)
+        return z3.Extract(width - 1, 0, e)
+
+    def as_bool(self, e):
+        z3 = self.z3
+        if z3.is_bool(e):
+            return e
+        return e != z3.BitVecVal(0, e.size())
+
+    def uf(self, name: str, args: list, result_sort):
+        z3 = self.z3
+        sorts = [a.sort() for a in args] + [result_sort]
+        key = ("uf", name, tuple(str(s) for s in sorts))
+        f = self.memo.get(key)
+        if f is None:
+            f = z3.Function(f"{name}_{len(self.memo)}", *sorts)
+            self.memo[key] = f
+        return f(*args) if args else self.shared(f"{name}", "b32")
+
+    # -- the trip context ------------------------------------------------------------
+    def trip_of(self, lp: Loop, t: int):
+        """The trip of ``lp`` in thread ``t`` at the point being encoded."""
+        if lp in self.trips:
+            return self.trips[lp][t]
+        key = (lp, t, self._outer_key(lp))
+        T = self._exit_trip.get(key)
+        if T is None:
+            T = self.fresh(f"T_{lp.header.name}", "s64" if self.python else "b64", t)
+            self._exit_trip[key] = T
+            self._constrain_exit_trip(lp, t, T)
+        return T
+
+    def _outer_key(self, lp: Loop) -> tuple:
+        out = []
+        p = lp.parent
+        while p is not None:
+            if p in self.trips:
+                out.append((p.header.name, str(self.trips[p][0])))
+            p = p.parent
+        return tuple(out)
+
+    def with_trip(self, lp: Loop, trip0, trip1):
+        """A copy of this encoder's context with ``lp`` at the given trips."""
+        saved = self.trips.get(lp)
+        self.trips[lp] = (trip0, trip1)
+        return saved
+
+    def restore_trip(self, lp: Loop, saved) -> None:
+        if saved is None:
+            self.trips.pop(lp, None)
+        else:
+            self.trips[lp] = saved
+
+    def exits_at(self, lp: Loop, t: int, trip) -> Any | None:
+        """Whether thread ``t`` leaves ``lp`` at trip ``trip`` (its exits that
+        run on every trip), or None when the loop has an exit that does not."""
+        z3 = self.z3
+        always = [ex for ex in lp.exits if all(self.cfg.dominates(ex.branch.block, l) for l in lp.latches)]
+        if not always or len(always) != len(lp.exits):
+            return None
+        saved = self.trips.get(lp)
+        pair = list(saved) if saved else [None, None]
+        pair[t] = trip
+        if pair[1 - t] is None:
+            pair[1 - t] = trip
+        self.trips[lp] = (pair[0], pair[1])
+        try:
+            terms = []
+            for ex in always:
+                c = self.as_bool(self.enc(ex.cond, t))
+                terms.append(c if ex.exits_when else z3.Not(c))
+            return z3.Or(*terms) if len(terms) > 1 else terms[0]
+        finally:
+            self.restore_trip(lp, saved)
+
+    def _constrain_exit_trip(self, lp: Loop, t: int, T) -> None:
+        z3 = self.z3
+        here = self.exits_at(lp, t, T)
+        if here is None:
+            return
+        prev = self.exits_at(lp, t, T - 1)
+        self.constraints.append(here)
+        self.constraints.append(z3.Or(T == 0, z3.Not(prev)))
+
+    # -- encoding ------------------------------------------------------------------
+    def _is_varying(self, v: Value) -> bool:
+        return self.info is None or v in self.info.varying
+
+    def _ctx_key(self, v: Value) -> tuple:
+        d = v.defn
+        if d is None or d.block is None:
+            return ()
+        out = []
+        for lp in self.cfg.loops_around(d.block):
+            if lp in self.trips:
+                out.append((id(lp), str(self.trips[lp][0]), str(self.trips[lp][1])))
+            else:
+                out.append((id(lp), "exit", self._outer_key(lp)))
+        return tuple(out)
+
+    def enc(self, v: Value, t: int):
+        """The value ``v`` in thread ``t`` (0 or 1)."""
+        key = (v, t, self._ctx_key(v))
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        # iterative post-order over the operands that still need encoding
+        stack: list[tuple[Value, bool]] = [(v, False)]
+        while stack:
+            x, ready = stack.pop()
+            kx = (x, t, self._ctx_key(x))
+            if kx in self.memo:
+                continue
+            deps = self._deps(x)
+            if not ready and deps:
+                stack.append((x, True))
+                for dv in deps:
+                    if (dv, t, self._ctx_key(dv)) not in self.memo:
+                        stack.append((dv, False))
+                continue
+            self.memo[kx] = self._encode_one(x, t)
+        return self.memo[key]
+
+    def _deps(self, v: Value) -> list[Value]:
+        """Operands ``_encode_one`` will ask for structurally (so they are
+        encoded first, without recursion)."""
+        d = v.defn
+        if d is None or self.nodes > MAX_NODES:
+            return []
+        if d.op in _STRUCTURAL:
+            return list(d.args)
+        if d.op is O.LOAD and d.args and self._stable_load(d):
+            return [d.args[0]]
+        return []
+
+    def _leaf(self, v: Value, t: int, why: str):
+        """A symbol for ``v``: shared if the analysis calls it uniform."""
+        if not self._is_varying(v):
+            key = ("leaf", v, self._ctx_key(v))
+            s = self.memo.get(key)
+            if s is None:
+                s = self.fresh(f"u_{_clean(v.name)}", v.type, None)
+                self.memo[key] = s
+            return s
+        return self.fresh(f"{why}_{_clean(v.name)}", v.type, t)
+
+    def _stable_load(self, ld: Instr) -> bool:
+        facts = self.k._cache.get("uniform_facts")
+        if facts is None:
+            return False
+        return facts.load_seed(ld) is None and not ld.attrs.get("volatile")
+
+    def _encode_one(self, v: Value, t: int):
+        z3 = self.z3
+        self.nodes += 1
+        d = v.defn
+        if d is None:
+            return self._leaf(v, t, "in")
+        op = d.op
+        if op is O.CONST:
+            return self._const(d.attrs.get("value"), v.type)
+        if op is O.PARAM:
+            name = d.attrs.get("name", v.name)
+            if not self.k.is_entry:
+                return self.fresh(f"arg_{_clean(name)}", v.type, t)
+            p = self.shared(f"param:{name}", v.type)
+            if self.python and not is_float(v.type) and v.type != "pred":
+                lo, hi = -(1 << 63), (1 << 63) - 1
+                self.constraints.append(z3.And(p >= lo, p <= hi))
+            return p
+        if op is O.SPECIAL:
+            return self._special(d.attrs.get("name", ""), v, t)
+        if op is O.UNDEF:
+            return self.shared(f"undef:{v.name}", v.type)  # garbage, but the same garbage: see uniform.py
+        if op is O.ADDR:
+            return self.shared(f"addr:{d.attrs.get('buffer')}", v.type)
+        if op is O.PHI:
+            return self._phi(d, v, t)
+        if op is O.LOAD:
+            if d.args and self._stable_load(d) and self.nodes <= MAX_NODES:
+                addr = self.enc(d.args[0], t)
+                extra = [self.fit(self.trips[lp][t], 64) for lp in self.cfg.loops_around(d.block) if lp in self.trips]
+                return self.uf(f"mem{d.id}_{v.index}", [addr] + extra, self.sort(v.type))
+            return self._leaf(v, t, "ld")
+        if op in _STRUCTURAL and self.nodes <= MAX_NODES:
+            try:
+                return self._arith(d, v, t)
+            except _Unsupported:
+                return self._leaf(v, t, "op")
+        return self._leaf(v, t, op.value.replace(".", "_"))
+
+    def _const(self, value, t: str):
+        z3 = self.z3
+        if t == "pred":
+            return z3.BoolVal(bool(value))
+        w = self.width(t)
+        if isinstance(value, float) or (is_float(t) and not isinstance(value, int)):
+            bits = _float_bits(float(value), w)
+            return z3.BitVecVal(bits, w)
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, int):
+            return self.shared(f"const:{value!r}", t)
+        return z3.BitVecVal(value % (1 << w), w)
+
+    def _special(self, name: str, v: Value, t: int):
+        z3 = self.z3
+        dims = {"x": 0, "y": 1, "z": 2}
+        base, _, dim = name.partition(".")
+        w = self.width(v.type)
+        if base == "tid" and dim in dims:
+            return self.fit(self.tid[t][dims[dim]], w)
+        if base == "ntid" and dim in dims:
+            return self.fit(self.ntid[dims[dim]], w)
+        if base == "ctaid" and dim in dims:
+            return self.fit(self.ctaid[dims[dim]], w)
+        if base == "nctaid" and dim in dims:
+            return self.fit(self.nctaid[dims[dim]], w)
+        if name == "laneid":
+            return self.fit(z3.URem(self.linear(t), 32), w)
+        if name == "warpsize":
+            return z3.BitVecVal(32, w)
+        if name.startswith("lanemask_"):
+            lane = z3.URem(self.linear(t), 32)
+            one = z3.BitVecVal(1, 32)
+            eq = one << lane
+            m = {"lanemask_eq": eq, "lanemask_lt": eq - 1, "lanemask_le": (eq << 1) - 1,
+                 "lanemask_gt": ~((eq << 1) - 1), "lanemask_ge": ~(eq - 1)}.get(name)  # fmt: skip
+            if m is not None:
+                return self.fit(m, w)
+        from tolk_lint.ir.opcodes import special_varies
+
+        if special_varies(name, self.level):
+            return self.fresh(f"sreg_{_clean(name)}", v.type, t)
+        return self.shared(f"sreg:{name}", v.type)
+
+    # phis ------------------------------------------------------------------------
+    def _phi(self, d: Instr, v: Value, t: int):
+        b = d.block
+        lp = self.cfg.loop_of(b)
+        if lp is not None and lp.header is b:
+            return self._header_phi(lp, d, v, t)
+        enc = self._join(d, v, t)
+        if enc is None:
+            return self._leaf(v, t, "phi")
+        return enc
+
+    def _header_phi(self, lp: Loop, d: Instr, v: Value, t: int):
+        z3 = self.z3
+        trip = self.trip_of(lp, t)
+        for iv in lp.ivs:
+            if iv.phi is v:
+                start = self.enc(iv.start, t)
+                if z3.is_bool(start):
+                    break
+                w = start.size()
+                return start + z3.BitVecVal(iv.step % (1 << w), w) * self.fit(trip, w)
+        # a loop-carried value: a function of the trip, per thread unless uniform
+        if not self._is_varying(v):
+            return self.uf(f"carry_{_clean(v.name)}", [self.fit(trip, 64)], self.sort(v.type))
+        return self.uf(f"carry_{_clean(v.name)}_t{t}", [self.fit(trip, 64)], self.sort(v.type))
+
+    def _join(self, d: Instr, v: Value, t: int):
+        """A PHI at a join as if-then-else over its incoming edges' conditions."""
+        z3 = self.z3
+        J = d.block
+        D = self.cfg.idom.get(J)
+        if D is None or D is J:
+            return None
+        region = self._region(D, J)
+        if region is None:
+            return None
+        reach = self._reach_conditions(D, J, region, t)
+        if reach is None:
+            return None
+        conds = []
+        for p in J.preds:
+            if p not in reach:
+                return None
+            conds.append(z3.And(reach[p], self._edge(p, J, t)))
+        vals = [self.enc(a, t) for a in d.args]
+        if any(z3.is_bool(x) != z3.is_bool(vals[0]) for x in vals):
+            return None
+        if not z3.is_bool(vals[0]):
+            w = max(x.size() for x in vals)
+            vals = [self.fit(x, w) for x in vals]
+        out = vals[-1]
+        for c, x in zip(reversed(conds[:-1]), reversed(vals[:-1])):
+            out = z3.If(c, x, out)
+        return out
+
+    def _region(self, D: Block, J: Block) -> list[Block] | None:
+        """Blocks on forward paths from D to J (excluding J), in RPO; None when
+        the region holds a loop or is too big."""
+        order = self.cfg.order
+        fwd: set[Block] = set()
+        stack = [D]
+        while stack:
+            x = stack.pop()
+            if x in fwd or x is J:
+                continue
+            fwd.add(x)
+            if len(fwd) > REGION_LIMIT:
+                return None
+            for s in x.succs:
+                if order.get(s, -1) > order[x]:
+                    stack.append(s)
+                elif s is not J and s in fwd:
+                    return None
+        back: set[Block] = set()
+        stack = [p for p in J.preds if p in fwd]
+        while stack:
+            x = stack.pop()
+            if x in back:
+                continue
+            back.add(x)
+            if x is D:
+                continue
+            stack.extend(p for p in x.preds if p in fwd)
+        region = [b for b in fwd if b in back]
+        for b in region:
+            lp = self.cfg.loop_of(b)
+            if lp is not None and lp.header is b and (D not in lp.blocks or lp.header is D and b is not D):
+                return None
+        return sorted(region, key=lambda b: order[b])
+
+    def _reach_conditions(self, D: Block, J: Block, region: list[Block], t: int):
+        z3 = self.z3
+        inside = set(region)
+        reach: dict[Block, Any] = {D: z3.BoolVal(True)}
+        for b in region:
+            if b is D:
+                continue
+            terms = []
+            for p in b.preds:
+                if p in inside and p in reach:
+                    terms.append(z3.And(reach[p], self._edge(p, b, t)))
+            if not terms:
+                return None
+            reach[b] = z3.Or(*terms) if len(terms) > 1 else terms[0]
+        return reach
+
+    def _edge(self, p: Block, s: Block, t: int):
+        z3 = self.z3
+        term = p.terminator
+        if term is None or term.op is not O.BRANCH:
+            return z3.BoolVal(True)
+        tt, ff = term.targets()
+        if tt is ff:
+            return z3.BoolVal(True)
+        c = self.as_bool(self.enc(term.args[0], t))
+        return c if s is tt else z3.Not(c)
+
+    def path_condition(self, block: Block, t: int, limit: int = REGION_LIMIT):
+        """Whether thread ``t`` reaches ``block``, given it reached its
+        innermost loop's header (or the entry); None when it cannot be told."""
+        lp = self.cfg.loop_of(block)
+        start = lp.header if lp is not None else self.cfg.entry
+        if start is block:
+            return self.z3.BoolVal(True)
+        region = self._region(start, block)
+        if region is None:
+            return None
+        reach = self._reach_conditions(start, block, region, t)
+        if reach is None:
+            return None
+        terms = [self.z3.And(reach[p], self._edge(p, block, t)) for p in block.preds if p in reach]
+        if not terms:
+            return None
+        return self.z3.Or(*terms) if len(terms) > 1 else terms[0]
+
+    # arithmetic -------------------------------------------------------------------
+    def _arith(self, d: Instr, v: Value, t: int):
+        z3 = self.z3
+        op = d.op
+        args = [self.enc(a, t) for a in d.args]
+        rt = v.type
+        a_types = [a.type for a in d.args]
+        floaty = is_float(rt) or any(is_float(x) for x in a_types)
+        if op is O.CMP:
+            cmp = d.attrs.get("cmp", "eq")
+            if any(is_float(x) for x in a_types) or d.attrs.get("float"):
+                return self.uf(f"fcmp_{cmp}", [self._bv(a) for a in args], z3.BoolSort())
+            if all(z3.is_bool(a) for a in args):
+                a, b = args
+                if cmp in ("eq",):
+                    return a == b
+                if cmp in ("ne",):
+                    return a != b
+                args = [self.fit(a, 1) for a in args]
+            w = max(self._bv(a).size() for a in args)
+            signed = d.attrs.get("signed")
+            if signed is None:
+                signed = any(is_signed(x) for x in a_types)
+            a, b = (self.fit(self._bv(x), w, signed) for x in args)
+            return _compare(z3, cmp, a, b, signed)
+        if rt == "pred" and op in (O.AND, O.OR, O.XOR, O.NOT, O.SELECT):
+            bs = [self.as_bool(a) for a in args]
+            if op is O.AND:
+                return z3.And(*bs)
+            if op is O.OR:
+                return z3.Or(*bs)
+            if op is O.XOR:
+                return z3.Xor(bs[0], bs[1])
+            if op is O.NOT:
+                return z3.Not(bs[0])
+            return z3.If(bs[0], bs[1], bs[2])
+        if op is O.SELECT:
+            c = self.as_bool(args[0])
+            w = self.width(rt)
+            return z3.If(c, self.fit(self._bv(args[1]), w), self.fit(self._bv(args[2]), w))
+        w = self.width(rt)
+        if op is O.CVT:
+            src_t = d.attrs.get("from_type") or a_types[0]
+            if is_float(rt) or is_float(src_t):
+                return self.uf(f"cvt_{src_t}_{rt}", [self._bv(args[0])], self.sort(rt))
+            return self.fit(self._bv(args[0]), w, is_signed(src_t))
+        if op is O.PURE or floaty:
+            fn = d.attrs.get("fn", op.value)
+            return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))
+        if op is O.PACK:
+            parts = [self._bv(a) for a in args]
+            return self.fit(z3.Concat(*reversed(parts)) if len(parts) > 1 else parts[0], w)
+        if op is O.EXTRACT:
+            src = self._bv(args[0])
+            idx = d.attrs.get("index", 0)
+            lo = idx * w
+            if lo + w > src.size():
+                raise _Unsupported
+            return z3.Extract(lo + w - 1, lo, src)
+        signed = d.attrs.get("signed")
+        if signed is None:
+            signed = is_signed(rt) or any(is_signed(x) for x in a_types)
+        if d.attrs.get("hi") and op in (O.MUL, O.MAD):
+            a, b = (self.fit(self._bv(x), 2 * w, signed) for x in args[:2])
+            hi = z3.Extract(2 * w - 1, w, a * b)
+            return hi + self.fit(self._bv(args[2]), w, signed) if op is O.MAD else hi
+        xs = [self.fit(self._bv(x), w, signed) for x in args]
+        if op is O.ADD:
+            return _sum(xs)
+        if op is O.SUB:
+            return xs[0] - xs[1]
+        if op is O.MUL:
+            return xs[0] * xs[1]
+        if op is O.MAD:
+            return xs[0] * xs[1] + xs[2]
+        if op is O.NEG:
+            return -xs[0]
+        if op is O.NOT:
+            return ~xs[0]
+        if op is O.AND:
+            return xs[0] & xs[1]
+        if op is O.OR:
+            return xs[0] | xs[1]
+        if op is O.XOR:
+            return xs[0] ^ xs[1]
+        if op is O.ABS:
+            return z3.If(xs[0] < 0, -xs[0], xs[0])
+        if op in (O.MIN, O.MAX):
+            a, b = xs
+            lt = a < b if signed else z3.ULT(a, b)
+            return z3.If(lt, a, b) if op is O.MIN else z3.If(lt, b, a)
+        if op is O.SHL:
+            return xs[0] << self.fit(self._bv(args[1]), w, False)
+        if op is O.SHR:
+            amt = self.fit(self._bv(args[1]), w, False)
+            return (xs[0] >> amt) if signed else z3.LShR(xs[0], amt)
+        if op in (O.DIV, O.REM):
+            a, b = xs
+            if d.attrs.get("floor"):
+                r = z3.SMod(a, b)
+                return (a - r) / b if op is O.DIV else r
+            if op is O.DIV:
+                return a / b if signed else z3.UDiv(a, b)
+            return z3.SRem(a, b) if signed else z3.URem(a, b)
+        raise _Unsupported
+
+    def _bv(self, e):
+        return self.fit(e, 1) if self.z3.is_bool(e) else e
+
+
+class _Unsupported(Exception):
+    pass
+
+
+_STRUCTURAL = frozenset(
+    {O.ADD, O.SUB, O.MUL, O.MAD, O.DIV, O.REM, O.NEG, O.ABS, O.MIN, O.MAX, O.AND, O.OR, O.XOR,
+     O.NOT, O.SHL, O.SHR, O.CMP, O.SELECT, O.CVT, O.PURE, O.PACK, O.EXTRACT}
+)  # fmt: skip
+
+
+def _sum(xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = out + x
+    return out
+
+
+def _compare(z3, cmp: str, a, b, signed: bool):
+    if cmp in ("eq", "equ"):
+        return a == b
+    if cmp in ("ne", "neu"):
+        return a != b
+    if cmp in ("lo",):
+        return z3.ULT(a, b)
+    if cmp in ("ls",):
+        return z3.ULE(a, b)
+    if cmp in ("hi",):
+        return z3.UGT(a, b)
+    if cmp in ("hs",):
+        return z3.UGE(a, b)
+    if signed:
+        return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}.get(cmp, a == b)
+    return {"lt": z3.ULT(a, b), "le": z3.ULE(a, b), "gt": z3.UGT(a, b), "ge": z3.UGE(a, b)}.get(cmp, a == b)
+
+
+def _float_bits(x: float, w: int) -> int:
+    if w == 32:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    if w == 64:
+        return struct.unpack("<Q", struct.pack("<d", x))[0]
+    if w == 16:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    return int(x) % (1 << w)
+
+
+def _clean(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
+
+
+# ---------------------------------------------------------------------------
+# solving
+
+
+def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
+    """Check ``goal`` with the encoder's constraints, deterministically."""
+    z3 = enc.z3
+    STATS["queries"] += 1
+    start = time.perf_counter()
+    s = z3.SolverFor("QF_UFBV")
+    s.set("random_seed", 0)
+    s.set("rlimit", rlimit)
+    s.add(*enc.constraints)
+    s.add(goal)
+    try:
+        r = s.check()
+    except z3.Z3Exception as e:  # a resource limit surfaces here in some builds
+        r = None
+        reason = str(e)
+    else:
+        reason = s.reason_unknown() if r == z3.unknown else ""
+    STATS["seconds"] += time.perf_counter() - start
+    if r == z3.unsat:
+        STATS["unsat"] += 1
+        return Verdict("unsat")
+    if r == z3.sat:
+        STATS["sat"] += 1
+        return Verdict("sat", s.model())
+    STATS["unknown"] += 1
+    return Verdict("unknown", reason=reason or "resource limit")
+
+
+def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Two threads and the inputs, from a model, as plain ints."""
+    z3 = enc.z3
+
+    def val(e):
+        x = model.eval(e, model_completion=True)
+        try:
+            return x.as_long() if not z3.is_bool(x) else bool(z3.is_true(x))
+        except Exception:  # noqa: BLE001
+            return str(x)
+
+    threads = [tuple(val(c) for c in enc.tid[t]) for t in (0, 1)]
+    out: dict[str, Any] = {"threads": threads}
+    block = tuple(val(n) for n in enc.ntid)
+    out["block"] = block
+    inputs = {}
+    for name, sym in enc.shared_symbols.items():
+        if name.startswith("param:"):
+            x = val(sym)
+            if isinstance(x, int):
+                w = sym.size()
+                if enc.python or x >= 1 << (w - 1):
+                    x = x - (1 << w) if x >= 1 << (w - 1) else x
+            inputs[name[6:]] = x
+    out["inputs"] = inputs
+    for lp, (k0, _k1) in enc.trips.items():
+        out.setdefault("trips", {})[f"loop@{lp.header.name}"] = val(k0)
+    if extra:
+        out.update(extra)
+
+    def fmt_thread(th):
+        return "(" + ",".join(str(x) for x in th) + ")" if th[1] or th[2] else str(th[0])
+
+    desc = f"threads {fmt_thread(threads[0])} and {fmt_thread(threads[1])}"
+    if enc.k.launch.block is None:
+        desc += f" of a block of {block[0]}x{block[1]}x{block[2]}"
+    if inputs:
+        desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
+    out["description"] = desc
+    return out
+
+
+def _proof(verdict: Verdict, enc: Encoder, detail: str = "") -> Proof:
+    from tolk_lint.analysis.uniform import Proof
+
+    if verdict.status == "unsat":
+        return Proof("uniform", None, detail)
+    if verdict.status == "sat":
+        return Proof("varying", witness_of(enc, verdict.model), detail)
+    return Proof("unknown", None, f"the solver gave up ({verdict.reason})")
+
+
+def _syntactically_shared(enc: Encoder, e) -> bool:
+    """No per-thread symbol occurs in ``e``: the same in both threads."""
+    z3 = enc.z3
+    seen = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if x.decl().name() in enc.per_thread_symbols:
+                return False
+        stack.extend(x.children())
+    return True
+
+
+def value_uniform(kernel: Kernel, value: Value, at: Instr, info: UniformityInfo, level: str,
+                  rlimit: int = DEFAULT_RLIMIT) -> Proof:  # fmt: skip
+    """Can ``value`` (computed where ``at`` runs) differ between two threads
+    at the same trip of every loop around ``at``?"""
+    try:
+        enc = Encoder(kernel, info, level, point=at.block)
+        _assume(enc)
+        _reach_loops(enc, at.block)
+        a, b = enc.enc(value, 0), enc.enc(value, 1)
+        if _syntactically_shared(enc, a) and _syntactically_shared(enc, b) and a.eq(b):
+            STATS["syntactic"] += 1
+            from tolk_lint.analysis.uniform import Proof
+
+            return Proof("uniform", None, "same expression in every thread")
+        goal = a != b
+        return _proof(solve(enc, goal, rlimit), enc)
+    except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
+        log.debug("smt: value query failed: %r", e, exc_info=True)
+        from tolk_lint.analysis.uniform import Proof
+
+        return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
+
+
+def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: str,
+                       rlimit: int = DEFAULT_RLIMIT) -> Proof:  # fmt: skip
+    """Can two threads that enter ``lp`` together run different trip counts?
+
+    With ``k`` a trip both reach (``k = 0``, or neither left at ``k - 1``),
+    ask whether one leaves at ``k`` and the other does not."""
+    try:
+        z3 = z3mod()
+        enc = Encoder(kernel, info, level, point=lp.header)
+        _assume(enc)
+        if lp.parent is not None:
+            _reach_loops(enc, lp.parent.header)
+        k = enc.trips[lp][0]
+        here = [enc.exits_at(lp, t, k) for t in (0, 1)]
+        if here[0] is None:
+            return _exits_anywhere(enc, lp, rlimit)
+        prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
+        goal = z3.And(z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1]))), here[0] != here[1])
+        return _proof(solve(enc, goal, rlimit), enc)
+    except Exception as e:  # noqa: BLE001
+        log.debug("smt: loop query failed: %r", e, exc_info=True)
+        from tolk_lint.analysis.uniform import Proof
+
+        return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
+
+
+def _exits_anywhere(enc: Encoder, lp: Loop, rlimit: int) -> Proof:
+    """A loop with exits that do not run every trip (``break`` under an
+    ``if``): each exit's decision, with the path to it, must agree."""
+    z3 = enc.z3
+    k = enc.trips[lp][0]
+    terms = []
+    for ex in lp.exits:
+        per = []
+        for t in (0, 1):
+            pc = enc.path_condition(ex.branch.block, t)
+            if pc is None:
+                from tolk_lint.analysis.uniform import Proof
+
+                return Proof("unknown", None, "the loop's exits are too complex to encode")
+            c = enc.as_bool(enc.enc(ex.cond, t))
+            per.append(z3.And(pc, c if ex.exits_when else z3.Not(c)))
+        terms.append(per[0] != per[1])
+    del k
+    return _proof(solve(enc, z3.Or(*terms), rlimit), enc)
+
+
+def _assume(enc: Encoder) -> None:
+    """The kernel's ``tolk: assume`` facts hold in both threads."""
+    for a in enc.k.assumptions:
+        for t in (0, 1):
+            enc.constraints.append(enc.as_bool(enc.enc(a, t)))
+
+
+def _reach_loops(enc: Encoder, block: Block) -> None:
+    """Both threads really reach trip ``k`` of each loop around ``block``:
+    neither left at ``k - 1`` (rules out trips past an overflow)."""
+    z3 = enc.z3
+    for lp in enc.cfg.loops_around(block):
+        k = enc.trips[lp][0]
+        prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
+        if prev[0] is None:
+            continue
+        enc.constraints.append(z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1]))))
+
+
+def mask_matches_branch(kernel: Kernel, ins: Instr, mask: int, info: UniformityInfo,
+                        rlimit: int = DEFAULT_RLIMIT) -> bool:  # fmt: skip
+    """Whether a collective's constant ``mask`` names exactly the lanes that
+    reach it (``if lane < 16: shfl_sync(0xffff, ...)``): for every thread,
+    its lane's bit is set iff the thread gets there."""
+    try:
+        z3 = z3mod()
+        enc = Encoder(kernel, info, "warp", point=ins.block)
+        _assume(enc)
+        _reach_loops(enc, ins.block)
+        pc = enc.path_condition(ins.block, 0)
+        if pc is None:
+            return False
+        lane = z3.URem(enc.linear(0), 32)
+        bit = z3.Extract(0, 0, z3.LShR(z3.BitVecVal(mask & 0xFFFFFFFF, 32), lane)) == 1
+        return solve(enc, pc != bit, rlimit).status == "unsat"
+    except Exception:  # noqa: BLE001
+        log.debug("smt: mask query failed", exc_info=True)
+        return False

@@ -1,0 +1,895 @@
+"""Uniformity: which values are the same for every thread of a workgroup (or warp).
+
+This is Tolk.Uniform (``shared/seeds/tolk-uniform.txt``) restated for a CFG in
+SSA form, in the shape of LLVM's uniformity analysis
+(``GenericUniformityImpl.h``): start optimistic (everything uniform), seed
+from the sources of divergence, push data divergence to users, and handle
+control divergence through sync dependence.
+
+Seeds of variance (`_seed`): thread indices and lanes (``tid.*``,
+``laneid``...), the parameters of a called body, atomics' returns,
+collectives' and tensor cores' results, opaque ops and calls, and loads
+
+  - at a varying address (data propagation) ;
+  - of a global buffer the kernel writes, or a volatile one ;
+  - of shared memory, unless every write to that buffer is ordered before
+    the load by a barrier on every path (`MemoryOrder`) ;
+  - of a local/register buffer one of whose writes leaves it varying: a
+    varying value or address, a store under divergent control or in a loop
+    whose trips vary (a fixpoint, from no buffer marked).
+
+Control divergence. A BRANCH on a varying condition is divergent::
+
+        B: br %div_c            threads split at B
+        /          \\
+      T             F           %x.1 = 1       %x.2 = 2
+        \\          /
+        J: %x.3 = phi(%x.1, %x.2)   <- varying: threads arrive from both sides
+
+Every PHI in a block where paths from a divergent branch meet before (or at)
+its immediate post-dominator is varying (*sync dependence*; we take every
+join block of the region, a safe superset of LLVM's exact join set). A loop
+whose exit branch is divergent runs different trip counts in different
+threads: its values used after the loop are varying (*temporal divergence*),
+and so is every block of an irreducible cycle.
+
+Two levels. ``workgroup`` (for barriers) and ``warp`` (for warp collectives
+and tensor cores): at the warp level ``vote``/``redux``/``activemask``
+results are uniform, and Z3 is asked about two threads of one warp.
+
+Z3. The taint rules are sound and incomplete: ``(tid & 0) + n`` is called
+varying. For the values that decide a diagnostic -- the conditions of
+divergent branches that guard a barrier or collective, and the exits of loops
+that hold one -- `tolk_lint.analysis.smt` builds the expression for two
+threads and asks whether they can differ. UNSAT proves the value uniform; it
+is then forced uniform and the propagation runs again. SAT gives a witness;
+UNKNOWN keeps the value varying and says the solver gave up.
+
+Known imprecision (safe direction): join sets are supersets; header PHIs of a
+loop with a divergent exit are varying; buffers are told apart only by their
+base symbol or parameter; an OPAQUE op may write any memory.
+
+Reference: Rosemann, Moll and Hack, "An Abstract Interpretation for SPMD
+Divergence on Reducible Control Flow Graphs", POPL 2021.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from tolk_lint.ir.cfg import CFG, Loop
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Module, Value
+from tolk_lint.ir.opcodes import (
+    DIVERGENCE_SOURCES,
+    MEMORY_WRITES,
+    TENSOR_CORE_OPS,
+    WARP_COLLECTIVES,
+    WARP_UNIFORM_RESULTS,
+    Opcode,
+    special_varies,
+)
+
+log = logging.getLogger("tolk_lint.uniform")
+
+O = Opcode
+LEVELS = ("workgroup", "warp")
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a value varies: one step of the chain. ``source`` is the value (or
+    None) this step inherits from; ``instr`` where it happens."""
+
+    message: str
+    instr: Instr | None = None
+    source: Value | None = None
+
+
+@dataclass
+class Proof:
+    """What Z3 said about a value: ``verdict`` is ``uniform``, ``varying`` or
+    ``unknown``; ``witness`` a model when varying."""
+
+    verdict: str
+    witness: dict | None = None
+    detail: str = ""
+
+
+# ---------------------------------------------------------------------------
+# Memory facts the seeds need: which buffer an address points into, which
+# buffers the kernel writes, and which shared loads a barrier orders after
+# every write.
+
+
+def address_root(v: Value, depth: int = 64) -> tuple[str, str] | None:
+    """The buffer an address points into: ``("buffer", name)`` for a named
+    buffer (ADDR), ``("param", name)`` for memory reached through a pointer
+    parameter, or None when it cannot be told."""
+    seen = 0
+    while v is not None and seen < depth:
+        seen += 1
+        d = v.defn
+        if d is None:
+            return None
+        if d.op is O.ADDR:
+            return ("buffer", d.attrs.get("buffer"))
+        if d.op is O.PARAM:
+            return ("param", d.attrs.get("name"))
+        if d.op in (O.ADD, O.SUB) and d.args:
+            # the pointer is the operand that is itself an address
+            cands = [a for a in d.args if _is_pointerish(a)]
+            v = cands[0] if len(cands) == 1 else (d.args[0] if d.op is O.SUB else None)
+            if v is None:
+                return None
+            continue
+        if d.op is O.MAD and len(d.args) == 3:
+            v = d.args[2]
+            continue
+        if d.op is O.CVT and d.args:
+            v = d.args[0]
+            continue
+        return None
+    return None
+
+
+def _is_pointerish(v: Value, depth: int = 32) -> bool:
+    for _ in range(depth):
+        d = v.defn
+        if d is None:
+            return False
+        if d.op in (O.ADDR, O.PARAM):
+            return d.op is O.ADDR or v.type in ("b64", "u64", "s64", "ptr")
+        if d.op is O.CVT and d.args:
+            v = d.args[0]
+            continue
+        if d.op in (O.ADD, O.SUB) and d.args:
+            return any(_is_pointerish(a, 8) for a in d.args[:1]) or (
+                d.op is O.ADD and any(_is_pointerish(a, 8) for a in d.args[1:])
+            )
+        if d.op is O.MAD and len(d.args) == 3:
+            v = d.args[2]
+            continue
+        return False
+    return False
+
+
+def mem_root(ins: Instr) -> tuple[str, str] | None:
+    """The buffer a memory instruction touches (its first address operand)."""
+    name = ins.attrs.get("buffer")
+    if isinstance(name, str) and name:
+        k = ins.block.kernel if ins.block else None
+        if k is not None and k.param(name) is not None:
+            return ("param", name)
+        return ("buffer", name)
+    if ins.args:
+        return address_root(ins.args[0])
+    return None
+
+
+def space_of(ins: Instr) -> str:
+    sp = ins.attrs.get("space")
+    if sp:
+        return sp
+    if ins.op in (O.CP_ASYNC,):
+        return "shared"
+    return "generic"
+
+
+def is_write(ins: Instr) -> bool:
+    return ins.op in MEMORY_WRITES or ins.op is O.OPAQUE or (ins.op is O.CALL)
+
+
+def is_barrier(ins: Instr) -> bool:
+    return ins.op is O.BARRIER and ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
+
+
+class MemoryOrder:
+    """Which shared-memory writes a barrier orders before which loads.
+
+    For each write W we walk the CFG from just after W, stopping at every
+    barrier; the loads reached are those some path from W reaches with no
+    barrier between them (across loop back edges too: trip k's write against
+    trip k+1's read)."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self._reach: dict[Instr, tuple[set[Block], Block, int]] = {}
+
+    def _region(self, w: Instr) -> tuple[set[Block], Block, int]:
+        if w in self._reach:
+            return self._reach[w]
+        b = w.block
+        idx = b.instrs.index(w)
+        entered: set[Block] = set()
+        blocked_in_start = False
+        for ins in b.instrs[idx + 1 :]:
+            if is_barrier(ins):
+                blocked_in_start = True
+                break
+        stack = [] if blocked_in_start else list(b.succs)
+        while stack:
+            x = stack.pop()
+            if x in entered:
+                continue
+            entered.add(x)
+            if any(is_barrier(i) for i in x.instrs):
+                continue
+            stack.extend(x.succs)
+        self._reach[w] = (entered, b, idx)
+        return self._reach[w]
+
+    def reaches_unordered(self, w: Instr, r: Instr) -> bool:
+        """Whether some path runs from write ``w`` to ``r`` with no barrier."""
+        entered, wb, widx = self._region(w)
+        rb = r.block
+        ridx = rb.instrs.index(r)
+        if rb is wb and ridx > widx:
+            if not any(is_barrier(i) for i in wb.instrs[widx + 1 : ridx]):
+                return True
+        if rb in entered:
+            return not any(is_barrier(i) for i in rb.instrs[:ridx])
+        return False
+
+
+def _roots_may_alias(a: tuple[str, str] | None, b: tuple[str, str] | None) -> bool:
+    return a is None or b is None or a == b
+
+
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class UniformityInfo:
+    """The query API over one kernel (LLVM's GenericUniformityInfo)."""
+
+    kernel: Kernel
+    module: Module | None
+    level: str
+    varying: set[Value] = field(default_factory=set)
+    divergent_branches: set[Block] = field(default_factory=set)  # blocks whose BRANCH diverges
+    divergent_loops: set[Loop] = field(default_factory=set)  # loops whose trips may differ
+    varying_buffers: set[tuple[str, str] | None] = field(default_factory=set)
+    reasons: dict[Value, Reason] = field(default_factory=dict)
+    branch_reasons: dict[Block, Reason] = field(default_factory=dict)
+    loop_reasons: dict[Loop, Reason] = field(default_factory=dict)
+    proofs: dict[Value, Proof] = field(default_factory=dict)  # Z3 verdicts on conditions
+    loop_proofs: dict[Loop, Proof] = field(default_factory=dict)
+    forced_uniform: set[Value] = field(default_factory=set)
+    uniform_loops: set[Loop] = field(default_factory=set)  # proved by Z3
+    z3_queries: int = 0
+    z3_proved: int = 0
+
+    # -- queries -------------------------------------------------------------
+    def is_uniform(self, v: Value) -> bool:
+        return v not in self.varying
+
+    def is_varying(self, v: Value) -> bool:
+        return v in self.varying
+
+    def is_divergent_branch(self, block: Block) -> bool:
+        return block in self.divergent_branches
+
+    def is_divergent_loop(self, loop: Loop) -> bool:
+        return loop in self.divergent_loops
+
+    def why(self, v: Value, limit: int = 12) -> list[Reason]:
+        """The chain of reasons ``v`` varies, from ``v`` down to its root."""
+        out: list[Reason] = []
+        seen: set[Value] = set()
+        while v is not None and v in self.reasons and v not in seen and len(out) < limit:
+            seen.add(v)
+            r = self.reasons[v]
+            out.append(r)
+            v = r.source
+        return out
+
+
+class _Propagator:
+    """The worklist: one run from the seeds to the fixpoint, given the values
+    Z3 has already proved uniform."""
+
+    def __init__(self, kernel: Kernel, level: str, forced: set[Value], uniform_loops: set[Loop],
+                 memory: MemoryOrder, facts: _KernelFacts):  # fmt: skip
+        self.k = kernel
+        self.level = level
+        self.cfg: CFG = kernel.cfg()
+        self.forced = forced
+        self.uniform_loops = uniform_loops
+        self.memory = memory
+        self.facts = facts
+        self.info = UniformityInfo(kernel, None, level)
+        self.work: list[Value] = []
+
+    # marking -----------------------------------------------------------------
+    def mark(self, v: Value, reason: Reason) -> None:
+        if v in self.info.varying or v in self.forced:
+            return
+        self.info.varying.add(v)
+        self.info.reasons[v] = reason
+        self.work.append(v)
+
+    def mark_results(self, ins: Instr, reason: Reason) -> None:
+        for r in ins.results:
+            self.mark(r, reason)
+
+    def mark_buffer(self, root, why: Reason) -> None:
+        if root in self.info.varying_buffers:
+            return
+        self.info.varying_buffers.add(root)
+        for ld in self.facts.local_loads:
+            if _roots_may_alias(mem_root(ld), root) or root is None:
+                self.mark_results(ld, Reason(f"loaded from a local buffer that {why.message}", ld, why.source))
+
+    def mark_branch(self, block: Block, reason: Reason) -> None:
+        if block in self.info.divergent_branches:
+            return
+        self.info.divergent_branches.add(block)
+        self.info.branch_reasons[block] = reason
+        term = block.terminator
+        cfg = self.cfg
+        # sync dependence: joins between the branch and its post-dominator
+        stop = cfg.ipdom.get(block)
+        seen: set[Block] = set()
+        stack = list(block.succs)
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            if len(x.preds) > 1:
+                for phi in x.phis():
+                    self.mark(phi.result, Reason(f"merged where threads that split at line {_line(term)} meet",
+                                                 phi, term.args[0] if term and term.args else None))  # fmt: skip
+            if x is stop:
+                continue
+            stack.extend(x.succs)
+        # stores under this branch leave their local buffers varying
+        for x in self.facts.controlled(block):
+            for ins in x.instrs:
+                if ins in self.facts.local_store_set:
+                    self.mark_buffer(mem_root(ins), Reason(f"is written under a divergent branch (line {_line(ins)})",
+                                                           ins, term.args[0] if term and term.args else None))  # fmt: skip
+        # a divergent exit makes the loop's trips vary
+        for lp in cfg.loops_around(block):
+            if any(s not in lp.blocks for s in block.succs):
+                self.mark_loop(lp, Reason(f"its exit at line {_line(term)} depends on a varying value", term,
+                                          term.args[0] if term and term.args else None))  # fmt: skip
+
+    def mark_loop(self, lp: Loop, reason: Reason) -> None:
+        if lp in self.info.divergent_loops or lp in self.uniform_loops:
+            return
+        self.info.divergent_loops.add(lp)
+        self.info.loop_reasons[lp] = reason
+        # temporal divergence: values defined in the loop, used outside it
+        for b in lp.blocks:
+            for ins in b.instrs:
+                for r in ins.results:
+                    for user in self.facts.users.get(r, ()):
+                        if user.block not in lp.blocks:
+                            self.mark_results(user, Reason(
+                                f"uses `{r.source_name}`, carried out of the loop at line {_line_block(lp.header)} "
+                                "whose trips vary", user, r))  # fmt: skip
+                if ins in self.facts.local_store_set:
+                    self.mark_buffer(mem_root(ins), Reason(
+                        f"is written in a loop whose trips vary (line {_line(ins)})", ins, None))  # fmt: skip
+        # header phis: threads at different trips
+        for phi in lp.header.phis():
+            self.mark(phi.result, Reason(f"loop-carried in the loop at line {_line_block(lp.header)} whose trips vary",
+                                         phi, None))  # fmt: skip
+
+    # seeds ---------------------------------------------------------------------
+    def seed(self) -> None:
+        k, level = self.k, self.level
+        for p in k.params:
+            if p.value is not None and (not k.is_entry):
+                self.mark(p.value, Reason(f"parameter `{p.name}` of a called body: each caller passes its own", None))
+        for ins in k.instrs():
+            op = ins.op
+            if op is O.SPECIAL:
+                name = ins.attrs.get("name", "")
+                if special_varies(name, level):
+                    self.mark_results(ins, Reason(f"`%{name}` differs between threads", ins))
+            elif op is O.PARAM:
+                if not k.is_entry:
+                    self.mark_results(ins, Reason(f"parameter `{ins.attrs.get('name')}` of a called body", ins))
+            elif op in WARP_UNIFORM_RESULTS:
+                if level == "workgroup":
+                    self.mark_results(ins, Reason(f"`{ins.text or op.value}` is the same only within a warp", ins))
+            elif op in DIVERGENCE_SOURCES:
+                self.mark_results(ins, Reason(f"`{ins.text or op.value}` returns a per-thread value", ins))
+            elif op is O.LOAD:
+                why = self.facts.load_seed(ins)
+                if why:
+                    self.mark_results(ins, Reason(why, ins))
+            elif op is O.BARRIER and ins.results:
+                pass  # a block-wide reduction: the same in every thread
+        for b in self.cfg.irreducible:
+            for phi in b.phis():
+                self.mark(phi.result, Reason("merged in an irreducible cycle", phi))
+        for ins in self.facts.local_stores_unknown:
+            self.mark_buffer(mem_root(ins), Reason(f"may be written by `{ins.text or ins.op.value}`", ins))
+
+    # propagation -----------------------------------------------------------
+    def run(self) -> UniformityInfo:
+        self.seed()
+        users = self.facts.users
+        while self.work:
+            v = self.work.pop()
+            for ins in users.get(v, ()):
+                self.visit(ins, v)
+        return self.info
+
+    def visit(self, ins: Instr, v: Value) -> None:
+        op = ins.op
+        if op is O.BRANCH:
+            if ins.args and ins.args[0] is v and v not in self.forced:
+                self.mark_branch(ins.block, Reason(f"branch on `{v.source_name}`", ins, v))
+            return
+        if op is O.PHI:
+            self.mark_results(ins, Reason(f"merges `{v.source_name}`", ins, v))
+            return
+        if op is O.STORE or (op in MEMORY_WRITES and ins in self.facts.local_store_set):
+            if ins in self.facts.local_store_set:
+                self.mark_buffer(mem_root(ins), Reason(f"is written with the varying `{v.source_name}` at line "
+                                                       f"{_line(ins)}", ins, v))  # fmt: skip
+            return
+        if op is O.BARRIER:
+            return  # bar.red / syncthreads_count: a reduction over the workgroup
+        if op in WARP_UNIFORM_RESULTS and self.level == "warp":
+            return
+        if ins.results:
+            self.mark_results(ins, Reason(_derive_message(ins, v), ins, v))
+
+
+def _derive_message(ins: Instr, v: Value) -> str:
+    if ins.op is O.LOAD:
+        return f"loaded at an address computed from `{v.source_name}`"
+    return f"computed from `{v.source_name}`"
+
+
+def _line(ins: Instr | None) -> int | str:
+    if ins is None or ins.span is None:
+        return "?"
+    if ins.origin is not None:
+        return ins.origin.outermost().line
+    return ins.span.line
+
+
+def _line_block(b: Block) -> int | str:
+    for ins in b.instrs:
+        if ins.span is not None:
+            return _line(ins)
+    return "?"
+
+
+class _KernelFacts:
+    """Per-kernel facts that do not depend on the level: use lists, memory
+    instructions by kind, and which loads are seeds of variance."""
+
+    def __init__(self, kernel: Kernel, memory: MemoryOrder):
+        self.k = kernel
+        self.memory = memory
+        self.users: dict[Value, list[Instr]] = {}
+        for ins in kernel.instrs():
+            for a in ins.args:
+                lst = self.users.setdefault(a, [])
+                if not lst or lst[-1] is not ins:
+                    lst.append(ins)
+        self.shared_writes: list[Instr] = []
+        self.global_writes: list[Instr] = []
+        self.local_stores: list[Instr] = []
+        self.local_loads: list[Instr] = []
+        self.local_stores_unknown: list[Instr] = []
+        self.unknown_writers: list[Instr] = []
+        for ins in kernel.instrs():
+            if ins.op in (O.OPAQUE, O.CALL):
+                self.unknown_writers.append(ins)
+                self.local_stores_unknown.append(ins)
+                continue
+            if ins.op in MEMORY_WRITES:
+                sp = space_of(ins)
+                if ins.op is O.CP_ASYNC:
+                    sp = "shared"
+                if sp in ("shared",):
+                    self.shared_writes.append(ins)
+                elif sp in ("local", "reg"):
+                    self.local_stores.append(ins)
+                elif sp == "generic":
+                    self.shared_writes.append(ins)
+                    self.global_writes.append(ins)
+                    self.local_stores.append(ins)
+                else:
+                    self.global_writes.append(ins)
+            elif ins.op is O.LOAD and space_of(ins) in ("local", "reg"):
+                self.local_loads.append(ins)
+        self.local_store_set = set(self.local_stores)
+        self._controlled: dict[Block, list[Block]] | None = None
+
+    def controlled(self, branch_block: Block) -> list[Block]:
+        """Blocks whose execution ``branch_block``'s branch decides, transitively."""
+        if self._controlled is None:
+            cfg = self.k.cfg()
+            direct: dict[Block, list[Block]] = {}
+            for b in cfg.rpo:
+                for d in cfg.control_deps(b):
+                    direct.setdefault(d, []).append(b)
+            self._controlled = direct
+        out, seen, stack = [], set(), [branch_block]
+        while stack:
+            x = stack.pop()
+            for y in self._controlled.get(x, ()):
+                if y not in seen:
+                    seen.add(y)
+                    out.append(y)
+                    stack.append(y)
+        return out
+
+    def load_seed(self, ld: Instr) -> str | None:
+        """Why a load varies whatever its address, or None."""
+        if ld.attrs.get("volatile"):
+            return f"`{ld.text or 'load'}` is volatile: the host or other threads may change it"
+        sp = space_of(ld)
+        root = mem_root(ld)
+        if sp in ("const", "param", "texture"):
+            if sp == "param" and root is None:
+                return "read from a call's parameter slot"
+            return None
+        if sp == "surface":
+            return None if not self.global_writes else "read from a surface the kernel may write"
+        if sp in ("local", "reg"):
+            return None  # the buffer fixpoint decides
+        if sp == "global" or sp == "generic":
+            if ld.attrs.get("nc") or ld.attrs.get("cache") == "nc":
+                return None
+            for w in self.global_writes + self.unknown_writers:
+                if w.op in (O.OPAQUE, O.CALL) or _roots_may_alias(mem_root(w), root):
+                    return f"read from global memory the kernel writes (line {_line(w)})"
+            if sp == "generic":
+                for w in self.shared_writes:
+                    if self.memory.reaches_unordered(w, ld):
+                        return f"read through a generic pointer with no barrier after the write at line {_line(w)}"
+            return None
+        if sp == "shared":
+            for w in self.shared_writes + self.unknown_writers:
+                if w.op not in (O.OPAQUE, O.CALL) and not _roots_may_alias(mem_root(w), root):
+                    continue
+                if self.memory.reaches_unordered(w, ld):
+                    name = root[1] if root else "shared memory"
+                    return (f"read from `{name}` with no barrier after its write at line {_line(w)}: "
+                            "other threads may not have written it yet")  # fmt: skip
+            return None
+        return f"read from {sp} memory"
+
+
+def _mark_local_buffer_roots(facts: _KernelFacts) -> None:
+    """Stores of the register/local fixpoint are decided in propagation."""
+
+
+def compute(
+    kernel: Kernel,
+    level: str = "workgroup",
+    forced: set[Value] | None = None,
+    uniform_loops: set[Loop] | None = None,
+) -> UniformityInfo:
+    """The taint analysis alone (no Z3), for a level."""
+    memory = kernel.cached("memory_order", MemoryOrder)
+    facts = kernel.cached("uniform_facts", lambda k: _KernelFacts(k, memory))
+    prop = _Propagator(kernel, level, forced or set(), uniform_loops or set(), memory, facts)
+    # local stores of a varying value known from the start are handled by
+    # propagation: seed stores whose operands are already varying
+    info = prop.run()
+    # stores whose address/value became varying were marked during the run;
+    # a store in a loop marked divergent later was handled by mark_loop.
+    return info
+
+
+# ---------------------------------------------------------------------------
+# The analysis with Z3: which ops need uniform control, then prove what can be.
+
+
+def sync_ops(kernel: Kernel, module: Module | None) -> list[Instr]:
+    """Ops that need every thread (barriers, calls holding one) or every lane
+    (collectives, tensor cores) to run them together."""
+    holders = barrier_functions(module) if module is not None else set()
+    out = []
+    for ins in kernel.instrs():
+        if is_barrier(ins) or ins.op in WARP_COLLECTIVES:
+            out.append(ins)
+        elif ins.op is O.CALL and ins.attrs.get("callee") in holders:
+            out.append(ins)
+    return out
+
+
+def needs_level(ins: Instr, holders: set[str] | None = None) -> str:
+    if ins.op is O.BARRIER or ins.op is O.CALL:
+        return "workgroup"
+    return "warp"
+
+
+def barrier_functions(module: Module | None) -> set[str]:
+    """Names of the module's functions whose bodies (transitively) hold a barrier."""
+    if module is None:
+        return set()
+    if "_barrier_functions" in module.__dict__:
+        return module.__dict__["_barrier_functions"]
+    holders: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, f in module.functions.items():
+            if name in holders:
+                continue
+            for ins in f.instrs():
+                if is_barrier(ins) or (ins.op is O.CALL and ins.attrs.get("callee") in holders):
+                    holders.add(name)
+                    changed = True
+                    break
+    module.__dict__["_barrier_functions"] = holders
+    return holders
+
+
+@dataclass
+class Uniformity:
+    """Both levels, refined by Z3."""
+
+    kernel: Kernel
+    workgroup: UniformityInfo
+    warp: UniformityInfo
+
+    def at(self, level: str) -> UniformityInfo:
+        return self.workgroup if level == "workgroup" else self.warp
+
+
+def uniformity(kernel: Kernel, module: Module | None = None, settings=None) -> Uniformity:
+    """The uniformity of ``kernel`` at both levels, with Z3 refinement for the
+    branches and loops that decide where its barriers and collectives run."""
+    from tolk_lint.analysis import smt
+
+    rlimit = getattr(settings, "solver_rlimit", None) or smt.DEFAULT_RLIMIT
+    ops = sync_ops(kernel, module)
+    infos = {}
+    for level in LEVELS:
+        relevant = [i for i in ops if needs_level(i) == level or (level == "warp" and i.op in TENSOR_CORE_OPS)]
+        infos[level] = refine(kernel, level, relevant, rlimit)
+        infos[level].module = module
+    return Uniformity(kernel, infos["workgroup"], infos["warp"])
+
+
+def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> UniformityInfo:
+    """Taint, then ask Z3 about the divergent loops and branches that hold
+    ``ops``, force what it proves uniform, and propagate again."""
+    from tolk_lint.analysis import smt
+
+    cfg = kernel.cfg()
+    forced: set[Value] = set()
+    uniform_loops: set[Loop] = set()
+    proofs: dict[Value, Proof] = {}
+    loop_proofs: dict[Loop, Proof] = {}
+    asked_values: set[Value] = set()
+    asked_loops: set[Loop] = set()
+    queries = proved = 0
+    for _round in range(8):
+        info = compute(kernel, level, forced, uniform_loops)
+        progress = False
+        # loops holding an op, whose trips taint says may differ
+        loops = []
+        for ins in ops:
+            for lp in cfg.loops_around(ins.block):
+                if lp in info.divergent_loops and lp not in asked_loops and lp not in loops:
+                    loops.append(lp)
+        for lp in sorted(loops, key=lambda lp: -lp.depth):
+            asked_loops.add(lp)
+            queries += 1
+            p = smt.loop_trips_uniform(kernel, lp, info, level, rlimit)
+            loop_proofs[lp] = p
+            if p.verdict == "uniform":
+                proved += 1
+                uniform_loops.add(lp)
+                for ex in lp.exits:
+                    forced.add(ex.cond)
+                progress = True
+        # divergent branches controlling an op
+        branches = []
+        for ins in ops:
+            for d in _controlling_branches(cfg, ins.block, info):
+                if d not in branches:
+                    branches.append(d)
+        for d in branches:
+            cond = d.terminator.args[0]
+            if cond in asked_values:
+                continue
+            asked_values.add(cond)
+            queries += 1
+            p = smt.value_uniform(kernel, cond, d.terminator, info, level, rlimit)
+            proofs[cond] = p
+            if p.verdict == "uniform":
+                proved += 1
+                forced.add(cond)
+                progress = True
+        if not progress:
+            break
+    info = compute(kernel, level, forced, uniform_loops)
+    info.proofs = proofs
+    info.loop_proofs = loop_proofs
+    info.forced_uniform = forced
+    info.uniform_loops = uniform_loops
+    info.z3_queries = queries
+    info.z3_proved = proved
+    return info
+
+
+def _controlling_branches(cfg: CFG, block: Block, info: UniformityInfo) -> list[Block]:
+    """Divergent branch blocks that decide, transitively, whether ``block`` runs."""
+    out: list[Block] = []
+    seen: set[Block] = set()
+    stack = [block]
+    while stack:
+        x = stack.pop()
+        for d in cfg.control_deps(x):
+            if d in seen:
+                continue
+            seen.add(d)
+            if d in info.divergent_branches:
+                out.append(d)
+            stack.append(d)
+    return out
+
+
+def controlling_branches(cfg: CFG, block: Block, info: UniformityInfo) -> list[Block]:
+    return _controlling_branches(cfg, block, info)
+
+
+def dump_uniformity(u: Uniformity) -> str:
+    """LLVM's ``print<uniformity>`` dump, for lit-style tests."""
+    lines = []
+    for level in LEVELS:
+        info = u.at(level)
+        lines.append(f"uniformity of kernel '{u.kernel.name}' ({level}):")
+        any_div = False
+        for ins in u.kernel.instrs():
+            for r in ins.results:
+                if r in info.varying:
+                    lines.append(f"DIVERGENT: {r.name}")
+                    any_div = True
+        for b in u.kernel.blocks:
+            if b in info.divergent_branches:
+                lines.append(f"DIVERGENT BRANCH: {b.name}")
+        for lp in info.divergent_loops:
+            lines.append(f"DIVERGENT LOOP: {lp.header.name}")
+        for lp in info.uniform_loops:
+            lines.append(f"UNIFORM LOOP BY Z3: {lp.header.name}")
+        for v in info.forced_uniform:
+            lines.append(f"UNIFORM BY Z3: {v.name}")
+        if not any_div:
+            lines.append("ALL VALUES UNIFORM")
+    return "\n".join(lines) + "\n"
+
+
+def iter_varying(info: UniformityInfo, values: Iterable[Value]) -> list[Value]:
+    return [v for v in values if v in info.varying]
+
+
+# ---------------------------------------------------------------------------
+# Where each synchronising op runs: the verdicts TL101/TL102/TL103 report.
+
+
+@dataclass
+class Placement:
+    """Why an op that needs its threads together may not have them.
+
+    ``code`` follows the acceptance conventions: TL102 for a barrier or a
+    tensor-core op in a loop whose trips may differ (or any collective in a
+    loop whose trips differ within the warp: TL103), TL101 for a barrier
+    under a varying branch, TL103 for a warp collective under control that
+    varies within the warp while its mask names every lane."""
+
+    code: str
+    op: Instr
+    level: str
+    loop: Loop | None = None
+    branch: Block | None = None
+    cause: Value | None = None
+    reasons: list[Reason] = field(default_factory=list)
+    proof: Proof | None = None
+    exits_early: Instr | None = None  # a RET/EXIT some threads take instead
+
+
+def _full_mask(ins: Instr) -> Value | None:
+    """The mask operand of a collective, or None for ops that have none
+    (tensor cores: every lane, always)."""
+    idx = {O.SHUFFLE: 3, O.VOTE: 1, O.MATCH: 1, O.REDUX: 1, O.WARP_SYNC: 0}.get(ins.op)
+    if idx is None or idx >= len(ins.args):
+        return None
+    return ins.args[idx]
+
+
+def _const_value(v: Value | None):
+    if v is not None and v.defn is not None and v.defn.op is O.CONST:
+        return v.defn.attrs.get("value")
+    return None
+
+
+def placements(kernel: Kernel, module: Module | None = None, settings=None) -> list[Placement]:
+    """Every barrier, collective and tensor-core op of ``kernel`` that may run
+    without all the threads it needs (cached per kernel)."""
+    return kernel.cached("placements", lambda k: _placements(k, module, settings))
+
+
+def _placements(kernel: Kernel, module: Module | None, settings) -> list[Placement]:
+    u = kernel.cached("uniformity", lambda k: uniformity(k, module, settings))
+    cfg = kernel.cfg()
+    out: list[Placement] = []
+    for ins in sync_ops(kernel, module):
+        if ins.op in (O.SHUFFLE, O.VOTE, O.MATCH, O.REDUX) and ins.attrs.get("sync") is False:
+            continue
+        tensor = ins.op in TENSOR_CORE_OPS
+        collective = ins.op in WARP_COLLECTIVES and not tensor
+        level = "warp" if (tensor or collective) else "workgroup"
+        info = u.at(level)
+        # loops first: a barrier in a loop whose trips vary is TL102 only
+        loop = next((lp for lp in cfg.loops_around(ins.block) if lp in info.divergent_loops), None)
+        if loop is not None:
+            cause = info.loop_reasons.get(loop)
+            code = "TL103" if collective else "TL102"
+            out.append(Placement(code, ins, level, loop=loop, cause=cause.source if cause else None,
+                                 reasons=([cause] if cause else []) + (info.why(cause.source) if cause and cause.source else []),
+                                 proof=info.loop_proofs.get(loop)))  # fmt: skip
+            continue
+        branches = _controlling_branches(cfg, ins.block, info)
+        # a loop's own exit branches are the loop rule's business
+        branches = [b for b in branches if not any(
+            lp.contains(b) and any(s not in lp.blocks for s in b.succs) for lp in cfg.loops_around(ins.block))]  # fmt: skip
+        if not branches:
+            continue
+        if collective:
+            mask = _const_value(_full_mask(ins))
+            if mask is None and _full_mask(ins) is not None:
+                continue  # a computed mask (activemask, ballot): it names the lanes that are there
+            if mask is not None and (int(mask) & 0xFFFFFFFF) != 0xFFFFFFFF:
+                from tolk_lint.analysis import smt
+
+                if smt.mask_matches_branch(kernel, ins, int(mask), info):
+                    continue
+        b = _nearest(cfg, ins.block, branches)
+        term = b.terminator
+        cause = term.args[0] if term is not None and term.args else None
+        reasons = [info.branch_reasons[b]] if b in info.branch_reasons else []
+        if cause is not None:
+            reasons += info.why(cause)
+        code = "TL101" if level == "workgroup" else "TL103"
+        out.append(Placement(code, ins, level, branch=b, cause=cause, reasons=reasons,
+                             proof=info.proofs.get(cause), exits_early=_early_exit(cfg, b, ins.block)))  # fmt: skip
+    return out
+
+
+def _nearest(cfg: CFG, block: Block, branches: list[Block]) -> Block:
+    """The controlling branch closest to ``block`` (latest in dominance order)."""
+    return max(branches, key=lambda b: cfg.order.get(b, 0))
+
+
+def _early_exit(cfg: CFG, branch: Block, target: Block) -> Instr | None:
+    """A RET/EXIT some threads take at ``branch`` instead of reaching
+    ``target``: reachable from the branch without passing ``target``, and not
+    reachable from ``target`` (so not the kernel's common end)."""
+    after: set[Block] = set()
+    stack = [target]
+    while stack:
+        x = stack.pop()
+        if x in after:
+            continue
+        after.add(x)
+        stack.extend(x.succs)
+    seen: set[Block] = set()
+    stack = list(branch.succs)
+    while stack:
+        x = stack.pop()
+        if x in seen or x is target:
+            continue
+        seen.add(x)
+        t = x.terminator
+        if t is not None and t.op in (O.RET, O.EXIT) and x not in after:
+            return t
+        stack.extend(x.succs)
+    return None
