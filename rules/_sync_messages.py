@@ -4,7 +4,7 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
-from tolk_lint.analysis.uniform import Placement, Reason
+from tolk_lint.analysis.uniform import Placement, Reason, describe  # noqa: F401 (re-exported)
 from tolk_lint.diagnostics import Diagnostic, Related
 from tolk_lint.ir.nodes import Instr, Span
 from tolk_lint.ir.opcodes import Opcode
@@ -46,15 +46,18 @@ def report_span(ins: Instr, ctx: RuleContext) -> tuple[Span, list[Related]]:
 
 
 def chain(reasons: list[Reason]) -> list[Related]:
+    """The reason chain as notes: `i` is computed from `tid.x`, ..."""
     out = []
     for r in reasons:
         ins = r.instr
         if ins is None:
             out.append(Related(r.message))
             continue
-        name = r.source.source_name if r.source is not None else None
-        subject = f"`{ins.results[0].source_name}` " if ins.results else ""
-        msg = f"{subject}{r.message}" if subject and name is None else r.message
+        if r.source is not None and ins.results:
+            msg = f"{describe(ins.results[0])} is {r.message}" if r.message.startswith(
+                ("computed", "loaded", "merged", "read", "carried")) else f"{describe(ins.results[0])}: {r.message}"
+        else:
+            msg = r.message
         out.append(Related(msg, ins.span, ins.origin))
     return out
 

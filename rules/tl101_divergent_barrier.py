@@ -51,7 +51,7 @@ from tolk_lint.analysis.uniform import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
-from ._sync_messages import diagnostic, op_text, where
+from ._sync_messages import describe, diagnostic, op_text, where
 
 
 class DivergentBarrier(Rule):
@@ -126,7 +126,7 @@ class DivergentBarrier(Rule):
             if p.code != self.code:
                 continue
             term = p.branch.terminator if p.branch is not None else None
-            cause = f"`{p.cause.source_name}`" if p.cause is not None else "a varying condition"
+            cause = describe(p.cause)
             if p.exits_early is not None:
                 msg = (f"barrier {op_text(p.op)} in kernel `{ctx.kernel.name}` is not reached by the threads that "
                        f"leave at {where(p.exits_early)}: the branch at {where(term)} on {cause} differs between threads")  # fmt: skip

@@ -52,7 +52,7 @@ from tolk_lint.analysis.uniform import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
-from ._sync_messages import diagnostic, op_text, where
+from ._sync_messages import describe, diagnostic, op_text, where
 
 
 class BarrierInDivergentLoop(Rule):
@@ -92,7 +92,7 @@ class BarrierInDivergentLoop(Rule):
             first = next((i for i in header.instrs if i.span is not None), None) if header else None
             what = "barrier" if p.level == "workgroup" else "tensor-core op"
             who = "threads" if p.level == "workgroup" else "lanes of a warp"
-            cause = f" (its exit depends on `{p.cause.source_name}`)" if p.cause is not None else ""
+            cause = f" (its exit depends on {describe(p.cause)})" if p.cause is not None else ""
             msg = (f"{what} {op_text(p.op)} in kernel `{ctx.kernel.name}` is in the loop at {where(first)} whose "
                    f"trip count may differ between {who}{cause}")  # fmt: skip
             yield diagnostic(self, ctx, p, msg)

@@ -49,7 +49,7 @@ from tolk_lint.analysis.uniform import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
-from ._sync_messages import diagnostic, op_text, where
+from ._sync_messages import describe, diagnostic, op_text, where
 
 
 class DivergentCollective(Rule):
@@ -94,7 +94,7 @@ class DivergentCollective(Rule):
                        f"{where(first)} whose trip count may differ between lanes of a warp")  # fmt: skip
             else:
                 term = p.branch.terminator if p.branch is not None else None
-                cause = f"`{p.cause.source_name}`" if p.cause is not None else "a varying condition"
+                cause = describe(p.cause)
                 msg = (f"warp collective {op_text(p.op)} in kernel `{ctx.kernel.name}` names every lane in its mask "
                        f"but runs under the branch at {where(term)} on {cause}, which differs within the warp")  # fmt: skip
             yield diagnostic(self, ctx, p, msg)

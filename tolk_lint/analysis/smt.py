@@ -116,6 +116,7 @@ class Encoder:
         if point is not None:
             for lp in self.cfg.loops_around(point):
                 k = z3.BitVec(f"k_{lp.header.name}", self._trip_width)
+                self._bound_trip(k)
                 self.trips[lp] = (k, k)
         self._launch()
 
@@ -146,6 +147,12 @@ class Encoder:
         if thread is not None:
             self.per_thread_symbols.add(name)
         return s
+
+    def _bound_trip(self, k) -> None:
+        """Python integers do not wrap, and a `range` of int64 bounds runs
+        fewer than 2**64 trips: bound the 128-bit trip index accordingly."""
+        if self.python:
+            self.constraints.append(self.z3.ULT(k, self.z3.BitVecVal(1 << 64, self._trip_width)))
 
     def _launch(self) -> None:
         z3 = self.z3
@@ -222,6 +229,7 @@ class Encoder:
         T = self._exit_trip.get(key)
         if T is None:
             T = self.fresh(f"T_{lp.header.name}", "s64" if self.python else "b64", t)
+            self._bound_trip(T)
             self._exit_trip[key] = T
             self._constrain_exit_trip(lp, t, T)
         return T
@@ -664,7 +672,7 @@ class Encoder:
         if op in (O.DIV, O.REM):
             a, b = xs
             if d.attrs.get("floor"):
-                r = z3.SMod(a, b)
+                r = a % b  # z3py: BitVec % is bvsmod, the sign of the divisor (Python)
                 return (a - r) / b if op is O.DIV else r
             if op is O.DIV:
                 return a / b if signed else z3.UDiv(a, b)

@@ -369,7 +369,7 @@ class _Propagator:
                     for user in self.facts.users.get(r, ()):
                         if user.block not in lp.blocks:
                             self.mark_results(user, Reason(
-                                f"uses `{r.source_name}`, carried out of the loop at line {_line_block(lp.header)} "
+                                f"uses {describe(r)}, carried out of the loop at line {_line_block(lp.header)} "
                                 "whose trips vary", user, r))  # fmt: skip
                 if ins in self.facts.local_store_set:
                     self.mark_buffer(mem_root(ins), Reason(
@@ -425,14 +425,14 @@ class _Propagator:
         op = ins.op
         if op is O.BRANCH:
             if ins.args and ins.args[0] is v and v not in self.forced:
-                self.mark_branch(ins.block, Reason(f"branch on `{v.source_name}`", ins, v))
+                self.mark_branch(ins.block, Reason(f"branch on {describe(v)}", ins, v))
             return
         if op is O.PHI:
-            self.mark_results(ins, Reason(f"merges `{v.source_name}`", ins, v))
+            self.mark_results(ins, Reason(f"merges {describe(v)}", ins, v))
             return
         if op is O.STORE or (op in MEMORY_WRITES and ins in self.facts.local_store_set):
             if ins in self.facts.local_store_set:
-                self.mark_buffer(mem_root(ins), Reason(f"is written with the varying `{v.source_name}` at line "
+                self.mark_buffer(mem_root(ins), Reason(f"is written with the varying {describe(v)} at line "
                                                        f"{_line(ins)}", ins, v))  # fmt: skip
             return
         if op is O.BARRIER:
@@ -443,10 +443,24 @@ class _Propagator:
             self.mark_results(ins, Reason(_derive_message(ins, v), ins, v))
 
 
+def describe(v: Value | None) -> str:
+    """A readable name for a value, in backticks: the user's variable, else
+    the source text of the expression that computed it."""
+    if v is None:
+        return "a varying value"
+    name = v.source_name or v.name
+    if name and not name.startswith(("%v", "$")):
+        return f"`{name[1:] if name.startswith('%tid') else name}`"
+    d = v.defn
+    if d is not None and d.text and len(d.text) <= 60:
+        return f"`{d.text.strip().rstrip(';')}`"
+    return f"`{v.name}`"
+
+
 def _derive_message(ins: Instr, v: Value) -> str:
     if ins.op is O.LOAD:
-        return f"loaded at an address computed from `{v.source_name}`"
-    return f"computed from `{v.source_name}`"
+        return f"loaded at an address computed from {describe(v)}"
+    return f"computed from {describe(v)}"
 
 
 def _line(ins: Instr | None) -> int | str:
