@@ -458,7 +458,16 @@ class Encoder:
                 if z3.is_bool(start):
                     break
                 w = start.size()
-                return start + z3.BitVecVal(iv.step % (1 << w), w) * self.fit(trip, w)
+                if iv.step is not None:
+                    step = z3.BitVecVal(iv.step % (1 << w), w)
+                else:
+                    sv = self.enc(iv.step_value, t)
+                    if z3.is_bool(sv):
+                        break
+                    step = self.fit(sv, w, is_signed(iv.step_value.type))
+                    if iv.negated:
+                        step = -step
+                return start + step * self.fit(trip, w)
         # a loop-carried value: a function of the trip, per thread unless uniform
         if not self._is_varying(v):
             return self.uf(f"carry_{_clean(v.name)}", [self.fit(trip, 64)], self.sort(v.type))

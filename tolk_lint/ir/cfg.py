@@ -29,10 +29,15 @@ from tolk_lint.ir.opcodes import Opcode
 
 @dataclass(eq=False)
 class InductionVariable:
+    """``phi`` starts at ``start`` and grows by ``step`` each trip: a constant
+    (``step``) or a loop-invariant value (``step_value``, e.g. ``blockDim.x``)."""
+
     phi: Value
     start: Value
-    step: int
+    step: int | None
     next: Value  # the value along the back edge(s): phi + step
+    step_value: Value | None = None
+    negated: bool = False  # phi - step_value
 
 
 @dataclass(eq=False)
@@ -274,9 +279,12 @@ class CFG:
                 continue
             nxt = inside[0]
             step = _step_of(nxt, phi.result)
-            if step is None:
+            if step is not None:
+                lp.ivs.append(InductionVariable(phi.result, outside[0], step, nxt))
                 continue
-            lp.ivs.append(InductionVariable(phi.result, outside[0], step, nxt))
+            inv = self._invariant_step(nxt, phi.result, lp)
+            if inv is not None:
+                lp.ivs.append(InductionVariable(phi.result, outside[0], None, nxt, inv[0], inv[1]))
         ivs = {iv.phi: iv for iv in lp.ivs}
         nexts = {iv.next: iv for iv in lp.ivs}
         for b in lp.blocks:
@@ -299,6 +307,18 @@ class CFG:
                         ex.cmp = _swap_cmp(op) if swapped else op
                         break
             lp.exits.append(ex)
+
+    def _invariant_step(self, nxt: Value, phi: Value, lp: Loop) -> tuple[Value, bool] | None:
+        """``phi + s`` or ``phi - s`` with ``s`` defined outside the loop."""
+        d = nxt.defn
+        if d is None or d.op not in (Opcode.ADD, Opcode.SUB) or len(d.args) != 2:
+            return None
+        a, b = d.args
+        if a is phi and self.invariant(b, lp):
+            return b, d.op is Opcode.SUB
+        if d.op is Opcode.ADD and b is phi and self.invariant(a, lp):
+            return a, False
+        return None
 
     def invariant(self, v: Value, lp: Loop) -> bool:
         """Whether ``v`` is defined outside ``lp`` (so the same at every trip)."""

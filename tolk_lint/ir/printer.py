@@ -96,7 +96,8 @@ def dump_kernel(k: Kernel, with_loops: bool = True, with_locations: bool = False
             latches = ", ".join(b.name for b in lp.latches)
             desc = f"  {lp.header.name} depth {lp.depth} latches {latches}"
             for iv in lp.ivs:
-                desc += f" iv {iv.phi.name} = {value_ref(iv.start)} step {iv.step}"
+                step = iv.step if iv.step is not None else ("-" if iv.negated else "") + value_ref(iv.step_value)
+                desc += f" iv {iv.phi.name} = {value_ref(iv.start)} step {step}"
             for ex in lp.exits:
                 if ex.iv is not None:
                     which = ex.iv.next.name if ex.uses_next else ex.iv.phi.name
