@@ -1,15 +1,46 @@
 """Settings: what to check and how, from ``[tool.tolk-lint]`` and the command line.
 
-`Settings` is the one resolved configuration every stage reads. Command-line
-flags override the file's values; the file is the nearest ``pyproject.toml``
-holding a ``[tool.tolk-lint]`` table (found from each linted file upward), or
-the one ``--config`` names.
+`Settings` is the one resolved configuration every stage reads. It comes from
+three layers, later ones winning (ruff's order):
+
+1. the defaults (`DEFAULT_SETTINGS`: every rule, target from the file or sm_80);
+2. the ``[tool.tolk-lint]`` table of the nearest ``pyproject.toml`` that holds
+   one, searched from each linted file's folder upward (or the file
+   ``--config`` names, for every file);
+3. the command line (`Overrides`): ``--select`` replaces the configured
+   selection outright (``--select TL101`` means exactly TL101), while
+   ``--ignore`` and ``--extend-select`` add to it.
+
+A bad key or value is a `ConfigError` naming the key and the file, never a
+silent default: a typo in ``selct`` must not turn a check off unnoticed.
+
+    [tool.tolk-lint]
+    select = ["TL"]                      # codes or prefixes; "ALL" is everything
+    ignore = ["TL203"]
+    extend-select = []
+    target = "sm_80"                     # Python kernels' target (PTX says its own)
+    shared-budget = "static"             # or "optin": the opt-in dynamic maximum
+    exclude = ["generated/", "*.tmp.ptx"]   # gitignore syntax, from this folder
+    assume = ["n % 32 == 0"]
+    [tool.tolk-lint.launch]
+    sgemm_tiled16 = [16, 16, 1]          # a kernel's block shape
+    [tool.tolk-lint.per-file-ignores]
+    "tests/**" = ["TL2"]
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import difflib
+import hashlib
+import json
+import os
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
+
+TOOL_TABLE = "tolk-lint"
+SELECTOR = re.compile(r"^(ALL|TL[0-9]{0,3})$")
 
 
 @dataclass(frozen=True)
@@ -23,13 +54,15 @@ class Settings:
     launch: tuple[tuple[str, tuple[int, int, int]], ...] = ()  # per-kernel block shapes
     shared_budget: str = "static"  # "static" (48 KiB) or "optin"
     exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
     assume: tuple[str, ...] = ()  # extra assumptions, in the kernel's language
-    solver_rlimit: int = 2_000_000  # Z3's deterministic resource budget per query
+    solver_rlimit: int = 10_000_000  # Z3's deterministic resource budget per query
     show_suppressed: bool = False
     unsafe_fixes: bool = False
     stage: bool = True  # staging analysis on (tolk-stage's Setting.stage)
     config_path: str | None = None  # the file these came from
-    project_root: str | None = None  # folder of that file (SARIF %SRCROOT%)
+    project_root: str | None = None  # folder of that file (SARIF %SRCROOT%, the cache)
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -45,6 +78,44 @@ class Settings:
     @property
     def effective_select(self) -> tuple[str, ...]:
         return tuple(self.select) + tuple(self.extend_select)
+
+    @property
+    def all_excludes(self) -> tuple[str, ...]:
+        return tuple(self.exclude) + tuple(self.extend_exclude)
+
+    def fingerprint(self) -> str:
+        """A stable hash of everything that can change what a lint reports
+        (the cache key's settings part). ``show_suppressed`` is left out:
+        the cache keeps suppressed diagnostics either way."""
+        d = asdict(self)
+        d.pop("show_suppressed", None)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+    def to_toml(self) -> str:
+        """The resolved configuration in the file's own syntax (``--show-settings``)."""
+        out = [f"# config file: {self.config_path or '(none: defaults)'}",
+               f"# project root: {self.project_root or '(none)'}"]  # fmt: skip
+        for f in fields(self):
+            if f.name in ("config_path", "project_root", "per_file_ignores", "launch"):
+                continue
+            out.append(f"{f.name.replace('_', '-')} = {_toml_value(getattr(self, f.name))}")
+        out.append("[per-file-ignores]")
+        out += [f"{json.dumps(g)} = {_toml_value(codes)}" for g, codes in self.per_file_ignores]
+        out.append("[launch]")
+        out += [f"{json.dumps(k)} = {_toml_value(shape)}" for k, shape in self.launch]
+        return "\n".join(out) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    if v is None:
+        return '""  # unset'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, int):
+        return str(v)
+    return json.dumps(str(v))
 
 
 DEFAULT_SETTINGS = Settings()
@@ -65,22 +136,286 @@ class ConfigError(Exception):
         return f"{where}{key}{self.message}"
 
 
+# ---------------------------------------------------------------- reading files
+
+
+def _err(path: str | None, key: str, message: str) -> ConfigError:
+    return ConfigError(message, path, f"tool.{TOOL_TABLE}.{key}" if path and path.endswith("pyproject.toml") else key)
+
+
+def _str_list(value: Any, path: str | None, key: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+        raise _err(path, key, f"expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _selectors(value: Any, path: str | None, key: str) -> tuple[str, ...]:
+    out = []
+    for s in _str_list(value, path, key):
+        s = s.strip().upper()
+        if not SELECTOR.match(s):
+            raise _err(path, key, f"`{s}` is not a rule code or prefix (expected e.g. TL101, TL1, TL or ALL)")
+        out.append(s)
+    return tuple(out)
+
+
+def block_shape(value: Any, path: str | None, key: str) -> tuple[int, int, int]:
+    """``[X]``, ``[X, Y]`` or ``[X, Y, Z]`` positive sizes of at most 1024 threads."""
+    if isinstance(value, dict):
+        if set(value) != {"block"}:
+            raise _err(path, key, f"expected [X, Y, Z] or {{ block = [X, Y, Z] }}, got {value!r}")
+        value = value["block"]
+    ok = isinstance(value, list) and 1 <= len(value) <= 3
+    ok = ok and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in value)
+    if not ok:
+        raise _err(path, key, f"expected a block shape [X, Y, Z] of positive integers, got {value!r}")
+    dims = list(value) + [1] * (3 - len(value))
+    if dims[0] * dims[1] * dims[2] > 1024:
+        raise _err(path, key, f"a block holds at most 1024 threads; {value} holds {dims[0] * dims[1] * dims[2]}")
+    return (dims[0], dims[1], dims[2])
+
+
+def _target(value: Any, path: str | None, key: str) -> str:
+    from tolk_lint.target import parse_target
+
+    if not isinstance(value, str):
+        raise _err(path, key, f"expected a target name such as \"sm_80\", got {value!r}")
+    try:
+        return parse_target(value).name
+    except ValueError as e:
+        raise _err(path, key, str(e)) from None
+
+
+def _bool(value: Any, path: str | None, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise _err(path, key, f"expected true or false, got {value!r}")
+    return value
+
+
+def _choice(*choices: str):
+    def parse(value: Any, path: str | None, key: str) -> str:
+        if value not in choices:
+            raise _err(path, key, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _positive_int(value: Any, path: str | None, key: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _err(path, key, f"expected a positive integer, got {value!r}")
+    return value
+
+
+def _per_file_ignores(value: Any, path: str | None, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise _err(path, key, f"expected a table of glob = [codes], got {value!r}")
+    return tuple((g, _selectors(codes, path, f"{key}.{json.dumps(g)}")) for g, codes in value.items())
+
+
+def _launch(value: Any, path: str | None, key: str) -> tuple[tuple[str, tuple[int, int, int]], ...]:
+    if not isinstance(value, dict):
+        raise _err(path, key, f"expected a table of kernel-name = [X, Y, Z], got {value!r}")
+    return tuple((k, block_shape(v, path, f"{key}.{k}")) for k, v in value.items())
+
+
+# key in the file -> (Settings field, parser)
+KEYS: dict[str, tuple[str, Any]] = {
+    "select": ("select", _selectors),
+    "ignore": ("ignore", _selectors),
+    "extend-select": ("extend_select", _selectors),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "target": ("target", _target),
+    "shared-budget": ("shared_budget", _choice("static", "optin")),
+    "launch": ("launch", _launch),
+    "exclude": ("exclude", _str_list),
+    "extend-exclude": ("extend_exclude", _str_list),
+    "respect-gitignore": ("respect_gitignore", _bool),
+    "assume": ("assume", _str_list),
+    "solver-rlimit": ("solver_rlimit", _positive_int),
+    "unsafe-fixes": ("unsafe_fixes", _bool),
+    "stage": ("stage", _bool),
+}
+
+
+def parse_table(table: dict[str, Any], path: str | None) -> dict[str, Any]:
+    """Validate a ``[tool.tolk-lint]`` table; return `Settings` field values."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"[tool.{TOOL_TABLE}] must be a table", path)
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in KEYS:
+            near = difflib.get_close_matches(key, list(KEYS), n=1)
+            hint = f"; did you mean `{near[0]}`?" if near else f" (known keys: {', '.join(sorted(KEYS))})"
+            raise _err(path, key, f"unknown key{hint}")
+        name, parser = KEYS[key]
+        out[name] = parser(value, path, key)
+    return out
+
+
+def read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read the configuration: {e.strerror or e}", path) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"invalid TOML: {e}", path) from None
+
+
+def tool_table(doc: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """The ``[tool.tolk-lint]`` table; a file that is not a pyproject.toml may
+    also hold the keys at its top level (``--config tolk-lint.toml``)."""
+    tool = doc.get("tool")
+    if isinstance(tool, dict) and TOOL_TABLE in tool:
+        return tool[TOOL_TABLE]
+    if os.path.basename(path) == "pyproject.toml":
+        return None
+    return doc
+
+
+def load_config(path: str) -> Settings:
+    """`Settings` from one file, with ``config_path`` and ``project_root`` set."""
+    path = os.path.abspath(path)
+    table = tool_table(read_toml(path), path)
+    values = parse_table(table or {}, path)
+    return DEFAULT_SETTINGS.with_(config_path=path, project_root=os.path.dirname(path), **values)
+
+
+def find_config(start: str) -> str | None:
+    """The nearest ``pyproject.toml`` holding ``[tool.tolk-lint]``, from the
+    folder ``start`` (or a file's folder) upward."""
+    d = os.path.abspath(start)
+    if not os.path.isdir(d):
+        d = os.path.dirname(d)
+    while True:
+        cand = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(cand) and _has_table(cand):
+            return cand
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def _has_table(path: str) -> bool:
+    # A cheap text test first: most pyproject.toml files never mention us.
+    try:
+        with open(path, "rb") as f:
+            if TOOL_TABLE.encode() not in f.read():
+                return False
+    except OSError:
+        return False
+    tool = read_toml(path).get("tool")
+    return isinstance(tool, dict) and TOOL_TABLE in tool
+
+
+# ---------------------------------------------------------------- command line
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line says; None means "not given"."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] | None = None
+    target: str | None = None
+    block: tuple[int, int, int] | None = None
+    show_suppressed: bool | None = None
+    unsafe_fixes: bool | None = None
+    config: str | None = None  # --config FILE, or an inline 'key = value'
+    isolated: bool = False  # ignore every configuration file
+
+    def apply(self, base: Settings) -> Settings:
+        changes: dict[str, Any] = {}
+        if self.select is not None:
+            # ruff: a command-line --select starts the selection afresh
+            changes.update(select=self.select, ignore=tuple(self.ignore or ()),
+                           extend_select=tuple(self.extend_select or ()))  # fmt: skip
+        else:
+            if self.ignore:
+                changes["ignore"] = tuple(base.ignore) + self.ignore
+            if self.extend_select:
+                changes["extend_select"] = tuple(base.extend_select) + self.extend_select
+        for name in ("target", "block", "show_suppressed", "unsafe_fixes"):
+            v = getattr(self, name)
+            if v is not None:
+                changes[name] = v
+        return base.with_(**changes)
+
+
+def _inline_config(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"--config `{text}` is neither a file nor a valid `key = value` TOML line: {e}") from None
+
+
+class SettingsResolver:
+    """Settings per linted file: the nearest configuration under the command
+    line. Cached per folder, so a walk over many files reads each
+    ``pyproject.toml`` once."""
+
+    def __init__(self, overrides: Overrides = Overrides()):
+        self.overrides = overrides
+        self._by_dir: dict[str, Settings] = {}
+        self._by_config: dict[str | None, Settings] = {}
+        self._fixed: Settings | None = None
+        inline: dict[str, Any] = {}
+        cfg = overrides.config
+        if cfg is not None and not os.path.exists(cfg) and "=" in cfg:
+            inline = parse_table(_inline_config(cfg), "--config")
+            cfg = None
+        self._inline = inline
+        if cfg is not None:
+            if not os.path.isfile(cfg):
+                raise ConfigError("no such configuration file", cfg)
+            self._fixed = self._finish(load_config(cfg))
+        elif overrides.isolated:
+            self._fixed = self._finish(DEFAULT_SETTINGS)
+
+    def _finish(self, base: Settings) -> Settings:
+        if self._inline:
+            base = base.with_(**self._inline)
+        return self.overrides.apply(base)
+
+    def for_path(self, path: str) -> Settings:
+        if self._fixed is not None:
+            return self._fixed
+        d = os.path.abspath(path)
+        if not os.path.isdir(d):
+            d = os.path.dirname(d)
+        s = self._by_dir.get(d)
+        if s is None:
+            cfg = find_config(d)
+            s = self._by_config.get(cfg)
+            if s is None:
+                s = self._finish(load_config(cfg) if cfg else DEFAULT_SETTINGS)
+                self._by_config[cfg] = s
+            self._by_dir[d] = s
+        return s
+
+
 def resolve_settings(
     select: tuple[str, ...] | None = None,
     ignore: tuple[str, ...] | None = None,
     target: str | None = None,
     block: tuple[int, int, int] | None = None,
+    base: Settings | None = None,
+    extend_select: tuple[str, ...] | None = None,
     **extra: Any,
 ) -> Settings:
-    """The settings for a run: command-line values over the defaults."""
-    s = DEFAULT_SETTINGS
-    changes: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
-    if select:
-        changes["select"] = tuple(select)
-    if ignore:
-        changes["ignore"] = tuple(ignore)
-    if target:
-        changes["target"] = target
-    if block:
-        changes["block"] = block
-    return s.with_(**changes)
+    """The settings for a run: command-line values over ``base`` (the
+    defaults unless given). Other keyword arguments set `Settings` fields
+    directly when not None."""
+    s = Overrides(select=tuple(select) if select else None, ignore=tuple(ignore) if ignore else None,
+                  extend_select=tuple(extend_select) if extend_select else None,
+                  target=target, block=block).apply(base or DEFAULT_SETTINGS)  # fmt: skip
+    changes = {k: v for k, v in extra.items() if v is not None}
+    return s.with_(**changes) if changes else s
+
+
+def settings_for_file(path: str, overrides: Overrides = Overrides()) -> Settings:
+    """One file's settings (the language server's entry point)."""
+    return SettingsResolver(overrides).for_path(path)

@@ -57,9 +57,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("tolk_lint.smt")
 O = Opcode
 
-DEFAULT_RLIMIT = 2_000_000
+DEFAULT_RLIMIT = 10_000_000
 MAX_NODES = 4000  # per encoding: deeper values become symbols
-REGION_LIMIT = 160  # blocks in a join region encoded as if-then-else
+REGION_LIMIT = 400  # blocks in a join region encoded as if-then-else
 
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
@@ -225,13 +225,16 @@ class Encoder:
         """The trip of ``lp`` in thread ``t`` at the point being encoded."""
         if lp in self.trips:
             return self.trips[lp][t]
-        key = (lp, t, self._outer_key(lp))
+        shared = self.info is not None and lp not in self.info.divergent_loops
+        key = (lp, None if shared else t, self._outer_key(lp))
         T = self._exit_trip.get(key)
         if T is None:
-            T = self.fresh(f"T_{lp.header.name}", "s64" if self.python else "b64", t)
+            # a loop whose trips are the same everywhere has one exit trip
+            T = self.fresh(f"T_{lp.header.name}", "s64" if self.python else "b64", None if shared else t)
             self._bound_trip(T)
             self._exit_trip[key] = T
-            self._constrain_exit_trip(lp, t, T)
+            for th in ((0, 1) if shared else (t,)):
+                self._constrain_exit_trip(lp, th, T)
         return T
 
     def _outer_key(self, lp: Loop) -> tuple:
@@ -363,6 +366,8 @@ class Encoder:
         op = d.op
         if op is O.CONST:
             return self._const(d.attrs.get("value"), v.type)
+        if self.info is not None and v in self.info.proved_values:
+            return self._leaf(v, t, "proved")  # proved uniform already: one shared symbol
         if op is O.PARAM:
             name = d.attrs.get("name", v.name)
             if not self.k.is_entry:
@@ -480,17 +485,9 @@ class Encoder:
         D = self.cfg.idom.get(J)
         if D is None or D is J:
             return None
-        region = self._region(D, J)
-        if region is None:
+        conds = self._incoming_conditions(D, J, t)
+        if conds is None:
             return None
-        reach = self._reach_conditions(D, J, region, t)
-        if reach is None:
-            return None
-        conds = []
-        for p in J.preds:
-            if p not in reach:
-                return None
-            conds.append(z3.And(reach[p], self._edge(p, J, t)))
         vals = [self.enc(a, t) for a in d.args]
         if any(z3.is_bool(x) != z3.is_bool(vals[0]) for x in vals):
             return None
@@ -502,10 +499,43 @@ class Encoder:
             out = z3.If(c, x, out)
         return out
 
-    def _region(self, D: Block, J: Block) -> list[Block] | None:
-        """Blocks on forward paths from D to J (excluding J), in RPO; None when
-        the region holds a loop or is too big."""
-        order = self.cfg.order
+    def _incoming_conditions(self, D: Block, J: Block, t: int) -> list | None:
+        """For each predecessor of ``J``: the condition that a thread which
+        reached ``D`` arrives at ``J`` through it. None when it cannot be told."""
+        z3 = self.z3
+        key = ("reach", D, J, t, tuple(sorted((id(lp), str(e[t])) for lp, e in self.trips.items())))
+        if key in self.memo:
+            return self.memo[key]
+        reach = self._reach_map(D, J, t)
+        out = None
+        if reach is not None:
+            out = []
+            for p in J.preds:
+                e = self._edge_from(p, J, t, D)
+                if p not in reach or e is None:
+                    out = None
+                    break
+                out.append(z3.And(reach[p], e))
+        self.memo[key] = out
+        return out
+
+    def _inner_loop(self, b: Block, D: Block) -> Loop | None:
+        """The outermost loop holding ``b`` but not ``D``."""
+        best = None
+        for lp in self.cfg.loops_around(b):
+            if D not in lp.blocks:
+                best = lp
+        return best
+
+    def _reach_map(self, D: Block, J: Block, t: int) -> dict[Block, Any] | None:
+        """Reach conditions, from ``D``, of the blocks on forward paths to
+        ``J``. An inner loop counts as one node: its blocks are reached when
+        its header is, and a loop with a single exit edge is left through it."""
+        z3 = self.z3
+        cfg = self.cfg
+        if not set(cfg.loops_around(D)) <= set(cfg.loops_around(J)):
+            return None  # J lies past an exit of D's loop: other trips would count
+        order = cfg.order
         fwd: set[Block] = set()
         stack = [D]
         while stack:
@@ -518,42 +548,40 @@ class Encoder:
             for s in x.succs:
                 if order.get(s, -1) > order[x]:
                     stack.append(s)
-                elif s is not J and s in fwd:
-                    return None
-        back: set[Block] = set()
-        stack = [p for p in J.preds if p in fwd]
-        while stack:
-            x = stack.pop()
-            if x in back:
-                continue
-            back.add(x)
-            if x is D:
-                continue
-            stack.extend(p for p in x.preds if p in fwd)
-        region = [b for b in fwd if b in back]
-        for b in region:
-            lp = self.cfg.loop_of(b)
-            if lp is not None and lp.header is b and (D not in lp.blocks or lp.header is D and b is not D):
-                return None
-        return sorted(region, key=lambda b: order[b])
-
-    def _reach_conditions(self, D: Block, J: Block, region: list[Block], t: int):
-        z3 = self.z3
-        inside = set(region)
         reach: dict[Block, Any] = {D: z3.BoolVal(True)}
-        for b in region:
+        for b in sorted(fwd, key=lambda b: order[b]):
             if b is D:
+                continue
+            lp = self._inner_loop(b, D)
+            if lp is not None and lp.header is not b:
+                if lp.header not in reach:
+                    return None
+                reach[b] = reach[lp.header]
                 continue
             terms = []
             for p in b.preds:
-                if p in inside and p in reach:
-                    terms.append(z3.And(reach[p], self._edge(p, b, t)))
+                if p not in reach or order.get(p, -1) > order[b]:
+                    continue  # not on a forward path from D, or a back edge
+                e = self._edge_from(p, b, t, D)
+                if e is None:
+                    return None
+                terms.append(z3.And(reach[p], e))
             if not terms:
-                return None
+                continue  # not reachable from D on a forward path
             reach[b] = z3.Or(*terms) if len(terms) > 1 else terms[0]
         return reach
 
+    def _edge_from(self, p: Block, s: Block, t: int, D: Block):
+        """The condition of edge p -> s; an edge leaving an inner loop counts
+        as always taken when it is that loop's only exit."""
+        lp = self._inner_loop(p, D)
+        if lp is not None and s not in lp.blocks:
+            exits = [(b, x) for b in lp.blocks for x in b.succs if x not in lp.blocks]
+            return self.z3.BoolVal(True) if len(exits) == 1 else None
+        return self._edge(p, s, t)
+
     def _edge(self, p: Block, s: Block, t: int):
+        """The branch condition under which control goes from ``p`` to ``s``."""
         z3 = self.z3
         term = p.terminator
         if term is None or term.op is not O.BRANCH:
@@ -564,6 +592,28 @@ class Encoder:
         c = self.as_bool(self.enc(term.args[0], t))
         return c if s is tt else z3.Not(c)
 
+    def loop_entry_condition(self, lp: Loop, t: int):
+        """Whether thread ``t`` enters ``lp``, given it reached the header of
+        the loop around ``lp`` (or the kernel's entry); None when unknown."""
+        z3 = self.z3
+        start = lp.parent.header if lp.parent is not None else self.cfg.entry
+        if start is lp.header:
+            return None
+        reach = self._reach_map(start, lp.header, t)
+        if reach is None:
+            return None
+        terms = []
+        for p in lp.header.preds:
+            if p in lp.blocks:
+                continue
+            e = self._edge_from(p, lp.header, t, start)
+            if p not in reach or e is None:
+                return None
+            terms.append(z3.And(reach[p], e))
+        if not terms:
+            return None
+        return z3.Or(*terms) if len(terms) > 1 else terms[0]
+
     def path_condition(self, block: Block, t: int, limit: int = REGION_LIMIT):
         """Whether thread ``t`` reaches ``block``, given it reached its
         innermost loop's header (or the entry); None when it cannot be told."""
@@ -571,16 +621,10 @@ class Encoder:
         start = lp.header if lp is not None else self.cfg.entry
         if start is block:
             return self.z3.BoolVal(True)
-        region = self._region(start, block)
-        if region is None:
+        conds = self._incoming_conditions(start, block, t)
+        if conds is None:
             return None
-        reach = self._reach_conditions(start, block, region, t)
-        if reach is None:
-            return None
-        terms = [self.z3.And(reach[p], self._edge(p, block, t)) for p in block.preds if p in reach]
-        if not terms:
-            return None
-        return self.z3.Or(*terms) if len(terms) > 1 else terms[0]
+        return self.z3.Or(*conds) if len(conds) > 1 else (conds[0] if conds else self.z3.BoolVal(False))
 
     # arithmetic -------------------------------------------------------------------
     def _arith(self, d: Instr, v: Value, t: int):
@@ -750,7 +794,9 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     z3 = enc.z3
     STATS["queries"] += 1
     start = time.perf_counter()
-    s = z3.SolverFor("QF_UFBV")
+    # Preprocess (constants, equalities, solved variables) before the
+    # bit-vector core: loop-exit constraints collapse to a few terms there.
+    s = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", z3.Tactic("qfufbv")).solver()
     s.set("random_seed", 0)
     s.set("rlimit", rlimit)
     s.add(*enc.constraints)
@@ -878,6 +924,10 @@ def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: st
         if lp.parent is not None:
             _reach_loops(enc, lp.parent.header)
         k = enc.trips[lp][0]
+        for t in (0, 1):  # both threads enter the loop
+            ent = enc.loop_entry_condition(lp, t)
+            if ent is not None:
+                enc.constraints.append(ent)
         here = [enc.exits_at(lp, t, k) for t in (0, 1)]
         if here[0] is None:
             return _exits_anywhere(enc, lp, rlimit)
@@ -921,9 +971,14 @@ def _assume(enc: Encoder) -> None:
 
 def _reach_loops(enc: Encoder, block: Block) -> None:
     """Both threads really reach trip ``k`` of each loop around ``block``:
-    neither left at ``k - 1`` (rules out trips past an overflow)."""
+    they entered it, and neither left at ``k - 1`` (rules out trips past an
+    overflow)."""
     z3 = enc.z3
     for lp in enc.cfg.loops_around(block):
+        for t in (0, 1):
+            ent = enc.loop_entry_condition(lp, t)
+            if ent is not None:
+                enc.constraints.append(ent)
         k = enc.trips[lp][0]
         prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
         if prev[0] is None:

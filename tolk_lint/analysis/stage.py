@@ -354,6 +354,8 @@ def tf_const(tf) -> int | None:
 def tf(op: str, a, b):
     """Build a TF node, folding constants and the identities of + and *."""
     ca, cb = tf_const(a), tf_const(b)
+    if op in ("shl", "shr") and cb is not None and not 0 <= cb < 63:
+        raise Unstageable(f"a shift by {cb} in the index")
     if ca is not None and cb is not None:
         if op in ("div", "rem") and cb == 0:
             raise Unstageable("division by zero in the index")
@@ -414,46 +416,44 @@ def tf_eval(t, env: dict[str, Any], memo: dict | None = None):
     return out
 
 
+Z3_BITS = 64  # index arithmetic as 64-bit two's complement bit-vectors
+
+
 def tf_z3(t, env: dict[str, Any]):
-    """The TF as a Z3 integer term (shifts and masks as bit-vector operations
-    on 32-bit values, converted back)."""
+    """The TF as a Z3 64-bit bit-vector term (signed division and modulo
+    with Python's floor semantics where the values are non-negative, which
+    indices are)."""
     import z3
 
     if t[0] == "c":
-        return z3.IntVal(t[1])
+        return z3.BitVecVal(t[1], Z3_BITS)
     if t[0] == "v":
         return env[t[1]]
+    one, zero = z3.BitVecVal(1, Z3_BITS), z3.BitVecVal(0, Z3_BITS)
     if t[0] == "sel":
         c, a, b = (tf_z3(x, env) for x in t[1:])
         return z3.If(c != 0, a, b)
     a, b = tf_z3(t[1], env), tf_z3(t[2], env)
     op = t[0]
-    if op == "add":
-        return a + b
-    if op == "sub":
-        return a - b
-    if op == "mul":
-        return a * b
-    if op == "div":
-        return a / b
-    if op == "rem":
-        return a % b
+    if op in ("lt", "le", "eq", "ne"):
+        cond = {"lt": a < b, "le": a <= b, "eq": a == b, "ne": a != b}[op]
+        return z3.If(cond, one, zero)
     if op == "min":
         return z3.If(a < b, a, b)
     if op == "max":
         return z3.If(a > b, a, b)
-    if op in ("lt", "le", "eq", "ne"):
-        cond = {"lt": a < b, "le": a <= b, "eq": a == b, "ne": a != b}[op]
-        return z3.If(cond, z3.IntVal(1), z3.IntVal(0))
-    ba, bb = z3.Int2BV(a, 32), z3.Int2BV(b, 32)
-    bv = {
-        "shl": lambda: ba << bb,
-        "shr": lambda: z3.LShR(ba, bb),
-        "and": lambda: ba & bb,
-        "or": lambda: ba | bb,
-        "xor": lambda: ba ^ bb,
+    return {
+        "add": lambda: a + b,
+        "sub": lambda: a - b,
+        "mul": lambda: a * b,
+        "div": lambda: a / b,
+        "rem": lambda: z3.SRem(a, b),
+        "shl": lambda: a << b,
+        "shr": lambda: a >> b,
+        "and": lambda: a & b,
+        "or": lambda: a | b,
+        "xor": lambda: a ^ b,
     }[op]()
-    return z3.BV2Int(bv)
 
 
 def tf_str(t) -> str:
@@ -577,6 +577,12 @@ def p_tz(p: Poly) -> int:
     return tz
 
 
+def _short(name: str) -> str:
+    """``wmma_gemm_global_param_4`` -> ``param_4`` (nvcc's parameter names)."""
+    mt = re.search(r"_(param_\d+)$", name)
+    return mt.group(1) if mt else name
+
+
 def p_str(p: Poly, atoms: dict[str, Atom], unit: int = 1) -> str:
     if not p:
         return "0"
@@ -584,7 +590,7 @@ def p_str(p: Poly, atoms: dict[str, Atom], unit: int = 1) -> str:
     for m in sorted(p, key=lambda m: (len(m), m)):
         c = p[m]
         cv = tf_const(c)
-        names = "·".join(atoms[a].name if a in atoms else a for a in m)
+        names = "·".join(_short(atoms[a].name if a in atoms else a) for a in m)
         if cv is not None:
             cv = cv // unit if unit and cv % unit == 0 else cv
             if not m:
@@ -735,7 +741,7 @@ class IndexEval:
             return p_add(p_mul(self.poly(a[0]), self.poly(a[1])), self.poly(a[2]))
         if op is O.SHL:
             k = p_const_value(self.poly(a[1]))
-            if k is None:
+            if k is None or not 0 <= k < 63:
                 return self._nonlinear(v, "shl", a)
             return p_scale(self.poly(a[0]), ("c", 1 << k))
         if op is O.CVT:
@@ -803,9 +809,12 @@ class IndexEval:
                 return p_tf(tf("or", p.get((), ZERO), q.get((), ZERO)))
             raise Unstageable("`or` of a thread index with a uniform value whose bits may overlap")
         if op in ("shr", "div", "and", "rem") and k is not None and k > 0:
-            d = {"shr": 1 << k, "div": k, "and": k + 1, "rem": k}[op]
-            if op == "and" and (k + 1) & k:
-                d = 0  # not a low mask
+            if op == "shr":
+                d = 1 << k if k < 63 else 0
+            elif op == "and":
+                d = k + 1 if not (k + 1) & k else 0  # a low mask only
+            else:
+                d = k
             free, thread = p_split(p)
             if d and free and all(tf_const(c) % d == 0 for c in free.values()) and self.min_of(thread) >= 0:
                 t = thread.get((), ZERO)
@@ -1032,12 +1041,11 @@ def _digits(block: tuple[int, int, int], warp_level: bool, lanes: dict[str, int]
 
 def _digit_env(digits: list[_Digit], block: tuple[int, int, int], warp_level: bool) -> dict[str, Any]:
     np = _np()
+    digits = [d for d in digits if d.var != "load"]  # the load digit comes last: stacked, not evaluated
     n = len(digits)
     shape = tuple(d.extent for d in digits)
     vars_: dict[str, Any] = {}
     for i, d in enumerate(digits):
-        if d.var == "load":
-            continue
         a = np.arange(d.extent, dtype="int64").reshape([1] * i + [d.extent] + [1] * (n - i - 1))
         val = a << d.shift if d.shift >= 0 else a
         vars_[d.var] = vars_.get(d.var, 0) + val
@@ -1060,15 +1068,16 @@ def _z3_env(digits: list[_Digit], block, warp_level: bool, suffix: str, relevant
     variables (irrelevant digits fixed to 0), plus the range constraints."""
     import z3
 
+    W = Z3_BITS
     vals: dict[str, Any] = {}
     cons = []
     dvars = []
     for i, d in enumerate(digits):
         if i not in relevant:
-            dvars.append(z3.IntVal(0))
+            dvars.append(z3.BitVecVal(0, W))
             continue
-        x = z3.Int(f"{d.name}{suffix}")
-        cons += [x >= 0, x < d.extent]
+        x = z3.BitVec(f"{d.name}{suffix}", W)
+        cons += [z3.ULT(x, d.extent)]
         dvars.append(x)
         if d.var == "load":
             continue
@@ -1076,18 +1085,20 @@ def _z3_env(digits: list[_Digit], block, warp_level: bool, suffix: str, relevant
         vals[d.var] = vals[d.var] + term if d.var in vals else term
     bx, by, _ = block
     env: dict[str, Any] = {}
+    zero = z3.BitVecVal(0, W)
     if warp_level:
-        lin = vals.get("warp", z3.IntVal(0)) * 32
-        env.update({"tid.x": lin % bx, "tid.y": (lin / bx) % by, "tid.z": lin / (bx * by)})
+        lin = vals.get("warp", zero) * 32
+        env.update({"tid.x": z3.URem(lin, bx), "tid.y": z3.URem(z3.UDiv(lin, bx), by),
+                    "tid.z": z3.UDiv(lin, bx * by)})  # fmt: skip
     for k, v in vals.items():
         if k != "warp":
             env[k] = v
     for axis in "xyz":
-        env.setdefault(f"tid.{axis}", z3.IntVal(0))
+        env.setdefault(f"tid.{axis}", zero)
     for d in digits:
         if d.kind == "lane":
-            env.setdefault(d.var, z3.IntVal(0))
-    load = next((dvars[i] for i, d in enumerate(digits) if d.var == "load"), z3.IntVal(0))
+            env.setdefault(d.var, zero)
+    load = next((dvars[i] for i, d in enumerate(digits) if d.var == "load"), zero)
     return env, cons, dvars, load
 
 
@@ -1216,8 +1227,30 @@ def _collision(sub, digits, relevant, index, shape) -> str:
     return " and ".join(f"({o})" for o in out) + " read the same element"
 
 
+_Z3_CACHE: dict[tuple, bool | None] = {}
+
+
 def _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit) -> bool | None:
-    """Prove that distinct relevant digits give distinct elements."""
+    """Prove that distinct relevant digits give distinct elements (cached by
+    structure: the unrolled copies of one load ask the same question)."""
+    key = (
+        tuple(tuple(p.get(m, ZERO) for m in comps) for p in polys),
+        tuple((d.var, d.extent, d.shift) for d in digits),
+        tuple(block),
+        warp_level,
+        tuple(sorted(relevant)),
+        rlimit,
+    )
+    if key in _Z3_CACHE:
+        return _Z3_CACHE[key]
+    got = _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit)
+    if len(_Z3_CACHE) > 4096:
+        _Z3_CACHE.clear()
+    _Z3_CACHE[key] = got
+    return got
+
+
+def _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit) -> bool | None:
     try:
         import z3
     except ImportError:  # pragma: no cover - z3 is a dependency
@@ -1389,6 +1422,32 @@ class OperandVerdict:
         }
 
 
+def loop_line(lp: Loop) -> int | None:
+    """The user's line of a loop: its exit test (the ``for`` line)."""
+    cands = [ex.branch for ex in lp.exits] + [b.terminator for b in lp.latches] + list(lp.header.instrs)
+    for ins in cands:
+        line = source_line(ins) if ins is not None else None
+        if line:
+            return line
+    return None
+
+
+def display_name(name: str) -> str:
+    """A shared buffer's name as the user wrote it: nvcc names a function's
+    ``__shared__`` array ``_ZZ<n><function>E<n><name>`` (Itanium mangling of
+    a local static)."""
+    mt = re.match(r"_ZZ(\d+)", name)
+    if not mt:
+        return name
+    i = mt.end() + int(mt.group(1))
+    rest = name[i:]
+    m2 = re.match(r"E(\d+)", rest)
+    if not m2:
+        return name
+    n = int(m2.group(1))
+    return rest[m2.end() : m2.end() + n] or name
+
+
 def source_line(ins: Instr | None) -> int | None:
     """The user's line an instruction came from: the outermost ``.loc``
     origin (following ``inlined_at``), else its line in the linted file."""
@@ -1435,7 +1494,9 @@ def _trace_leaves(v: Value, loop: Loop | None, gates: list[Instr], seen: set[Val
     d = v.defn
     if d is None:
         raise Unstageable(f"`{v.name}` is not loaded inside the kernel")
-    if d.op in (O.LOAD, O.WMMA_LOAD, O.LDMATRIX):
+    if d.op in (O.WMMA_LOAD, O.LDMATRIX):
+        return [(d, None)]  # the fragment as a whole: its registers are opaque
+    if d.op is O.LOAD:
         return [(d, v.index)]
     if d.op in (O.PACK, O.CVT, O.EXTRACT):
         out = []
@@ -1825,6 +1886,8 @@ class TileCopy:
     loop_tiles: list[int] = field(default_factory=list)  # every buffer the loop stages
     reason: str | None = None
     budget_limited: bool = False  # the budget, not the target, holds the depth below 2
+    box: Box | None = None  # what the copies read over the workgroup (report only)
+    shape: tuple[int, ...] = ()  # the buffer's shape
 
     def data(self) -> dict[str, Any]:
         """The facts a TL302/TL303 diagnostic carries."""
@@ -1847,8 +1910,7 @@ class TileCopy:
 
     @property
     def loop_line(self) -> int | None:
-        t = self.loop.header.terminator
-        return source_line(t) if t is not None else None
+        return loop_line(self.loop)
 
     def at_line(self, line: int) -> Instr:
         """The copy to point a diagnostic at for ``line`` (its global load)."""
@@ -1871,6 +1933,10 @@ class TileCopy:
             "shared_bytes": self.shared_bytes,
             "optin_depth": self.optin_depth,
             "reason": self.reason,
+            "shape": list(self.shape),
+            "box": [d.to_json() for d in self.box.dims] if self.box else None,
+            "box_shape": list(self.box.shape) if self.box else None,
+            "rereads": self.box.rereads if self.box else None,
         }
 
 
@@ -1960,9 +2026,13 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
                 continue
             loads = [ld for _, lds in copies for ld in lds]  # type: ignore[union-attr]
             b = kernel.buffers[buf]
-            tc = TileCopy(kernel.name, lp, buf, in_loop, loads, bar, reads, tile_bytes=b.bytes or 0, dtype=b.dtype)
+            dtype = str(loads[0].attrs.get("dtype") or loads[0].results[0].type) if loads else b.dtype
+            tc = TileCopy(kernel.name, lp, display_name(buf), in_loop, loads, bar, reads, tile_bytes=b.bytes or 0,
+                          dtype=dtype)  # fmt: skip
+            tc.shape = tuple(x or 0 for x in b.shape)
             if b.dynamic or not b.bytes:
                 tc.reason = f"`{buf}` is dynamic shared memory of unknown size"
+            tc.box = _copy_box(tc, ev, cfg, settings)
             found[(lp, buf)] = tc
             break
     out = list(found.values())
@@ -1983,6 +2053,34 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
         tc.shared_bytes = tc.depth * sum(tiles) + tc.used
         tc.budget_limited = limited_by_budget(target, tiles, tc.used, settings.stage, optin)
     return sorted(out, key=lambda t: (t.lines[:1] or [0])[0])
+
+
+def _copy_box(tc: TileCopy, ev: IndexEval, cfg, settings: Settings) -> Box | None:
+    """The box a tile copy's global loads read at one trip: the trips of
+    constant loops nested in the copy's loop count as lanes."""
+    try:
+        leaves = []
+        inner: dict[str, int] = {}
+        for ld in tc.loads:
+            lf = _leaf(ev, ld, ld.results.index(ld.results[0]) if ld.results else None)
+            addr = lf.address
+            for lp in cfg.loops_around(ld.block):
+                if lp is tc.loop:
+                    break
+                key = f"trip:{lp.header.name}"
+                trips = loop_trips(lp)
+                if trips is None:
+                    raise Unstageable("an inner copy loop without a constant trip count")
+                var = f"inner.{lp.header.name}"
+                inner[var] = trips
+                addr = p_subst(addr, key, p_tf(("v", var)))
+            lanes = {v: n for v, n in inner.items() if any(v in tf_vars(c) for c in addr.values())}
+            for i in range(max(1, len(ld.results))):
+                leaves.append(Leaf(ld, addr, lanes, p_const(i * lf.elem_bytes), lf.elem_bytes, i))
+        return box_of(leaves, ev, False, leaves[0].elem_bytes, settings.solver_rlimit)
+    except (Unstageable, IndexError, ValueError) as e:
+        log.debug("no box for the copy of %s: %s", tc.buffer, e)
+        return None
 
 
 def _loops_of(cfg, stores: list[Instr]) -> list[Loop]:

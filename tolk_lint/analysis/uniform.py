@@ -257,6 +257,7 @@ class UniformityInfo:
     proofs: dict[Value, Proof] = field(default_factory=dict)  # Z3 verdicts on conditions
     loop_proofs: dict[Loop, Proof] = field(default_factory=dict)
     forced_uniform: set[Value] = field(default_factory=set)
+    proved_values: set[Value] = field(default_factory=set)  # branch conditions Z3 proved uniform
     uniform_loops: set[Loop] = field(default_factory=set)  # proved by Z3
     z3_queries: int = 0
     z3_proved: int = 0
@@ -591,6 +592,10 @@ def compute(
     memory = kernel.cached("memory_order", MemoryOrder)
     facts = kernel.cached("uniform_facts", lambda k: _KernelFacts(k, memory))
     prop = _Propagator(kernel, level, forced or set(), uniform_loops or set(), memory, facts)
+    prop.info.forced_uniform = set(forced or ())
+    prop.info.uniform_loops = set(uniform_loops or ())
+    exits = {ex.cond for lp in (uniform_loops or ()) for ex in lp.exits}
+    prop.info.proved_values = prop.info.forced_uniform - exits
     # local stores of a varying value known from the start are handled by
     # propagation: seed stores whose operands are already varying
     info = prop.run()
@@ -673,7 +678,10 @@ def uniformity(kernel: Kernel, module: Module | None = None, settings=None) -> U
 
 def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> UniformityInfo:
     """Taint, then ask Z3 about the divergent loops and branches that hold
-    ``ops``, force what it proves uniform, and propagate again."""
+    ``ops``, one at a time in program order: each proof forces its value
+    uniform and the propagation runs again, so later questions build on it
+    (a loop proved to run the same trips everywhere leaves the same exit
+    values in every thread)."""
     from tolk_lint.analysis import smt
 
     cfg = kernel.cfg()
@@ -681,54 +689,51 @@ def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> Uniform
     uniform_loops: set[Loop] = set()
     proofs: dict[Value, Proof] = {}
     loop_proofs: dict[Loop, Proof] = {}
-    asked_values: set[Value] = set()
-    asked_loops: set[Loop] = set()
+    asked: set[object] = set()
     queries = proved = 0
-    for _round in range(8):
-        info = compute(kernel, level, forced, uniform_loops)
-        progress = False
-        # loops holding an op, whose trips taint says may differ
-        loops = []
+    info = compute(kernel, level, forced, uniform_loops)
+    while True:
+        candidates: list[tuple[int, object]] = []
         for ins in ops:
             for lp in cfg.loops_around(ins.block):
-                if lp in info.divergent_loops and lp not in asked_loops and lp not in loops:
-                    loops.append(lp)
-        for lp in sorted(loops, key=lambda lp: -lp.depth):
-            asked_loops.add(lp)
-            queries += 1
-            p = smt.loop_trips_uniform(kernel, lp, info, level, rlimit)
-            loop_proofs[lp] = p
-            if p.verdict == "uniform":
-                proved += 1
-                uniform_loops.add(lp)
-                for ex in lp.exits:
-                    forced.add(ex.cond)
-                progress = True
-        # divergent branches controlling an op
-        branches = []
-        for ins in ops:
+                if lp in info.divergent_loops and lp not in asked:
+                    candidates.append((cfg.order.get(lp.header, 0), lp))
             for d in _controlling_branches(cfg, ins.block, info):
-                if d not in branches:
-                    branches.append(d)
-        for d in branches:
-            cond = d.terminator.args[0]
-            if cond in asked_values:
+                cond = d.terminator.args[0]
+                if cond not in asked:
+                    candidates.append((cfg.order.get(d, 0), cond))
+        if not candidates:
+            break
+        candidates.sort(key=lambda c: c[0])
+        progress = False
+        for _, item in candidates:
+            if item in asked:
                 continue
-            asked_values.add(cond)
+            asked.add(item)
             queries += 1
-            p = smt.value_uniform(kernel, cond, d.terminator, info, level, rlimit)
-            proofs[cond] = p
+            if isinstance(item, Loop):
+                p = smt.loop_trips_uniform(kernel, item, info, level, rlimit)
+                loop_proofs[item] = p
+                if p.verdict == "uniform":
+                    uniform_loops.add(item)
+                    forced.update(ex.cond for ex in item.exits)
+            else:
+                owner = item.defn if item.defn is not None else None
+                at = next((b.terminator for b in cfg.rpo if b.terminator is not None and b.terminator.args
+                           and b.terminator.args[0] is item and b.terminator.op is O.BRANCH), owner)  # fmt: skip
+                p = smt.value_uniform(kernel, item, at, info, level, rlimit)
+                proofs[item] = p
+                if p.verdict == "uniform":
+                    forced.add(item)
             if p.verdict == "uniform":
                 proved += 1
-                forced.add(cond)
                 progress = True
+                info = compute(kernel, level, forced, uniform_loops)
+                break  # re-derive the candidates from the new facts
         if not progress:
             break
-    info = compute(kernel, level, forced, uniform_loops)
     info.proofs = proofs
     info.loop_proofs = loop_proofs
-    info.forced_uniform = forced
-    info.uniform_loops = uniform_loops
     info.z3_queries = queries
     info.z3_proved = proved
     return info
