@@ -352,10 +352,20 @@ class Encoder:
         return self.fresh(f"{why}_{_clean(v.name)}", v.type, t)
 
     def _stable_load(self, ld: Instr) -> bool:
+        """A load two threads agree on when they read one address: memory no
+        thread changes under it. Local memory is each thread's own, so only a
+        local buffer no write leaves varying qualifies."""
         facts = self.k._cache.get("uniform_facts")
-        if facts is None:
+        if facts is None or ld.attrs.get("volatile") or facts.load_seed(ld) is not None:
             return False
-        return facts.load_seed(ld) is None and not ld.attrs.get("volatile")
+        from tolk_lint.analysis.uniform import mem_root, space_of
+
+        if space_of(ld) in ("local", "reg", "generic"):
+            if self.info is None:
+                return False
+            root = mem_root(ld)
+            return root is not None and root not in self.info.varying_buffers and None not in self.info.varying_buffers
+        return True
 
     def _encode_one(self, v: Value, t: int):
         z3 = self.z3
