@@ -1701,3 +1701,34 @@ def races_by_line(races: Iterable[Race], code: str) -> dict[tuple, list[Race]]:
             key = (ins.span.path if ins.span else "", ins.span.line if ins.span else 0, ins.span.column if ins.span else 0)
         out[key].append(r)
     return out
+
+
+# ---------------------------------------------------------------------------
+# phrases shared by the memory rules (TL201-TL204)
+
+
+def access_text(a: Access) -> str:
+    """How a message names an access: the PTX statement, or the Python line."""
+    ins = a.instr
+    k = ins.block.kernel if ins.block is not None else None
+    if k is not None and k.language == "python":
+        kind = {"read": "the load", "write": "the store", "atomic": "the atomic", "copy": "the async copy"}[a.kind]
+        return f"{kind} at line {a.line}"
+    return f"`{_text(ins)}`"
+
+
+def verb(a: Access) -> str:
+    if a.instr.op is O.WMMA_LOAD:
+        return "loads a fragment from"
+    if a.instr.op is O.WMMA_STORE:
+        return "stores a fragment into"
+    return {"read": "reads", "write": "writes", "atomic": "atomically updates", "copy": "copies into"}[a.kind]
+
+
+def solver_note(r: Race) -> str:
+    if r.solver == "unknown":
+        return (f"; the solver gave up ({r.reason or 'resource limit'}) before proving the two accesses apart, "
+                "so the pair is reported")  # fmt: skip
+    if r.witness and r.witness.get("description"):
+        return f"; for example {r.witness['description']}"
+    return ""

@@ -64,6 +64,16 @@ REGION_LIMIT = 400  # blocks in a join region encoded as if-then-else
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
 _z3 = None
+_TACTIC = None
+
+
+def _tactic():
+    """One preprocessing + bit-vector pipeline, built once."""
+    global _TACTIC
+    if _TACTIC is None:
+        z3 = z3mod()
+        _TACTIC = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", z3.Tactic("qfufbv"))
+    return _TACTIC
 
 
 def z3mod():
@@ -155,9 +165,15 @@ class Encoder:
             self.constraints.append(self.z3.ULT(k, self.z3.BitVecVal(1 << 64, self._trip_width)))
 
     def _launch(self) -> None:
+        """The launch: a known block shape is a constant (cheap to solve);
+        otherwise 1 <= ntid.d and the product is at most the kernel's bound."""
         z3 = self.z3
         k = self.k
-        self.ntid = [z3.BitVec(f"ntid.{d}", 32) for d in "xyz"]
+        block = k.launch.block
+        if block is not None:
+            self.ntid = [z3.BitVecVal(block[d], 32) for d in range(3)]
+        else:
+            self.ntid = [z3.BitVec(f"ntid.{d}", 32) for d in "xyz"]
         self.nctaid = [z3.BitVec(f"nctaid.{d}", 32) for d in "xyz"]
         self.ctaid = [z3.BitVec(f"ctaid.{d}", 32) for d in "xyz"]
         self.tid = [[z3.BitVec(f"tid.{d}@t{t}", 32) for d in "xyz"] for t in (0, 1)]
@@ -165,30 +181,34 @@ class Encoder:
             for d in range(3):
                 self.per_thread_symbols.add(f"tid.{'xyz'[d]}@t{t}")
         c = self.constraints
-        block = k.launch.block
         for d in range(3):
-            c.append(z3.UGE(self.ntid[d], 1))
-            c.append(z3.ULE(self.ntid[d], 1024))
             c.append(z3.UGE(self.nctaid[d], 1))
             c.append(z3.ULT(self.ctaid[d], self.nctaid[d]))
-            if block is not None:
-                c.append(self.ntid[d] == block[d])
             for t in (0, 1):
-                c.append(z3.ULT(self.tid[t][d], self.ntid[d]))
-        wide = [z3.ZeroExt(32, n) for n in self.ntid]
-        limit = k.launch.threads if block is None and k.launch.threads else 1024
-        c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
-        if k.launch.maxntid and block is None and len(k.launch.maxntid) == 3:
-            pass  # the product bound above is what .maxntid means
+                if block is not None and block[d] == 1:
+                    c.append(self.tid[t][d] == 0)
+                else:
+                    c.append(z3.ULT(self.tid[t][d], self.ntid[d]))
+            if block is None:
+                c.append(z3.UGE(self.ntid[d], 1))
+                c.append(z3.ULE(self.ntid[d], 1024))
+        if block is None:
+            wide = [z3.ZeroExt(32, n) for n in self.ntid]
+            limit = k.launch.threads or 1024
+            c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
         # distinct threads
         t0, t1 = self.tid
-        c.append(z3.Or(t0[0] != t1[0], t0[1] != t1[1], t0[2] != t1[2]))
+        dims = [d for d in range(3) if block is None or block[d] > 1] or [0]
+        c.append(z3.Or(*[t0[d] != t1[d] for d in dims]))
         if self.level == "warp":
             c.append(z3.UDiv(self.linear(0), 32) == z3.UDiv(self.linear(1), 32))
 
     def linear(self, t: int):
         x, y, z = self.tid[t]
         nx, ny, _ = self.ntid
+        block = self.k.launch.block
+        if block is not None and block[1] == 1 and block[2] == 1:
+            return x
         return x + nx * (y + ny * z)
 
     # -- helpers -------------------------------------------------------------------
@@ -242,7 +262,7 @@ class Encoder:
         p = lp.parent
         while p is not None:
             if p in self.trips:
-                out.append((p.header.name, str(self.trips[p][0])))
+                out.append((p.header.name, self.trips[p][0].get_id()))
             p = p.parent
         return tuple(out)
 
@@ -300,7 +320,7 @@ class Encoder:
         out = []
         for lp in self.cfg.loops_around(d.block):
             if lp in self.trips:
-                out.append((id(lp), str(self.trips[lp][0]), str(self.trips[lp][1])))
+                out.append((id(lp), self.trips[lp][0].get_id(), self.trips[lp][1].get_id()))
             else:
                 out.append((id(lp), "exit", self._outer_key(lp)))
         return tuple(out)
@@ -513,7 +533,7 @@ class Encoder:
         """For each predecessor of ``J``: the condition that a thread which
         reached ``D`` arrives at ``J`` through it. None when it cannot be told."""
         z3 = self.z3
-        key = ("reach", D, J, t, tuple(sorted((id(lp), str(e[t])) for lp, e in self.trips.items())))
+        key = ("reach", D, J, t, tuple(sorted((id(lp), e[t].get_id()) for lp, e in self.trips.items())))
         if key in self.memo:
             return self.memo[key]
         reach = self._reach_map(D, J, t)
@@ -806,7 +826,7 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     start = time.perf_counter()
     # Preprocess (constants, equalities, solved variables) before the
     # bit-vector core: loop-exit constraints collapse to a few terms there.
-    s = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", z3.Tactic("qfufbv")).solver()
+    s = _tactic().solver()
     s.set("random_seed", 0)
     s.set("rlimit", rlimit)
     s.add(*enc.constraints)
@@ -818,7 +838,9 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
         reason = str(e)
     else:
         reason = s.reason_unknown() if r == z3.unknown else ""
-    STATS["seconds"] += time.perf_counter() - start
+    took = time.perf_counter() - start
+    STATS["seconds"] += took
+    STATS["max_seconds"] = max(STATS.get("max_seconds", 0.0), took)
     if r == z3.unsat:
         STATS["unsat"] += 1
         return Verdict("unsat")
@@ -842,7 +864,7 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
 
     threads = [tuple(val(c) for c in enc.tid[t]) for t in (0, 1)]
     out: dict[str, Any] = {"threads": threads}
-    block = tuple(val(n) for n in enc.ntid)
+    block = tuple(val(n) if not z3.is_bv_value(n) else n.as_long() for n in enc.ntid)
     out["block"] = block
     inputs = {}
     for name, sym in enc.shared_symbols.items():

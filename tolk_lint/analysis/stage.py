@@ -798,13 +798,10 @@ class IndexEval:
             return self.fresh(v, [p, q])
         k = p_const_value(q)
         if op == "or":
-            # a | b is a + b where their bits are disjoint: a thread field
-            # below the trailing zeros of a uniform term
-            for x, y in ((p, q), (q, p)):
-                if p_thread_only(x) and p_thread_free(y) and not p_thread_only(y):
-                    hi = self.max_of(x)
-                    if hi is not None and hi < (1 << p_tz(y)):
-                        return p_add(x, y)
+            # a | b is a + b where their bits are disjoint: thread fields that
+            # never share a bit, below the trailing zeros of the uniform term
+            if self._disjoint(p, q):
+                return p_add(p, q)
             if p_thread_only(p) and p_thread_only(q):
                 return p_tf(tf("or", p.get((), ZERO), q.get((), ZERO)))
             raise Unstageable("`or` of a thread index with a uniform value whose bits may overlap")
@@ -906,18 +903,38 @@ class IndexEval:
         raise Unstageable("an index loaded from memory at a thread-dependent address")
 
     def address(self, d: Instr) -> list[Poly]:
-        """The address of a memory op: PTX one polynomial in bytes (its
-        immediate offset included); Python one per index, in elements."""
+        """The address of a memory op as polynomials: the byte address (PTX
+        and Python alike), or, for an access without one, its index tuple."""
         idx = d.attrs.get("index")
         if not d.args:
             if idx is not None:
                 return [self.poly(x) for x in idx]
             raise Unstageable("a memory access without an address")
-        p = self.poly(d.args[0])
-        off = d.attrs.get("offset")
-        if isinstance(off, int) and off:
-            p = p_add(p, p_const(off))
-        return [p]
+        return [self.poly(d.args[0])]  # the address value holds the immediate offset already
+
+    def _disjoint(self, p: Poly, q: Poly) -> bool:
+        """Whether ``p`` and ``q`` never have a set bit in common (so ``p | q``
+        is ``p + q``): their thread parts are non-negative and disjoint in
+        every thread, and lie below the trailing zeros of the one uniform part."""
+        np = _np()
+        try:
+            fp, tp = p_split(p)
+            fq, tq = p_split(q)
+        except Unstageable:
+            return False
+        if fp and fq:
+            return False
+        if self.block is None:
+            return False
+        env = thread_env(self.block)
+        a = np.asarray(tf_eval(tp.get((), ZERO), env)) + np.zeros(1, dtype="int64")
+        b = np.asarray(tf_eval(tq.get((), ZERO), env)) + np.zeros(1, dtype="int64")
+        if a.min() < 0 or b.min() < 0 or np.any(a & b):
+            return False
+        free = fp or fq
+        if not free:
+            return True
+        return int((a | b).max()) < (1 << min(p_tz(free), 62))
 
     # -- bounds of thread-only polynomials --------------------------------------
 
@@ -998,6 +1015,7 @@ class Box:
     dense: bool
     proof: str  # "z3", "enumeration"
     witness: str | None = None
+    axes: list[tuple[str, ...]] = field(default_factory=list)  # the monomial of each entry of ``shape``
 
 
 def _pow2(n: int) -> bool:
@@ -1188,7 +1206,8 @@ def box_of(
     dims = _dims(vals, comps, digits, relevant, ev, unit)
     ext = dict(zip(comps, extents))
     shape_out = tuple(ext.get(m, 1) for m in axes) or (1,)
-    return Box(dims, shape_out, n_distinct, total, max(1, total // max(1, n_distinct)), injective, dense, proof, witness)
+    return Box(dims, shape_out, n_distinct, total, max(1, total // max(1, n_distinct)), injective, dense, proof, witness,
+               axes if axes else [()])  # fmt: skip
 
 
 def _check_warp_uniform(leaves: list[Leaf], ev: IndexEval) -> None:
@@ -1768,16 +1787,21 @@ def _operand_box(v: OperandVerdict, pairs, ev: IndexEval, settings: Settings) ->
             raise Unstageable("the operand is loaded before the loop, not at every trip")
     leaves = [_leaf(ev, ld, lane) for ld, lane in pairs]
     warp_level = all(lf.instr.op is O.WMMA_LOAD for lf in leaves)
-    unit = 1 if any(not ld.args for ld, _ in pairs) else leaves[0].elem_bytes
     v.elem_bytes = leaves[0].elem_bytes
     v.dtype = (
         _mma_dtype(v.op, v.operand, leaves)
         if v.op.op is O.MMA
         else str(leaves[0].instr.attrs.get("dtype") or leaves[0].instr.results[0].type)
     )
+    # strides in elements of the operand's type (a b32 load of f16x2 reads two)
+    dt = min(_dtype_bytes(v.dtype), v.elem_bytes) if v.dtype else v.elem_bytes
+    unit = 1 if any(not ld.args for ld, _ in pairs) else dt
     box = box_of(leaves, ev, warp_level, unit, settings.solver_rlimit)
     v.box = box
     v.tile_bytes = box.elements * v.elem_bytes
+    ratio = v.elem_bytes // dt if dt else 1
+    if ratio > 1 and box.axes and box.axes[-1] == () and len(box.shape) == len(box.axes):
+        box.shape = box.shape[:-1] + (box.shape[-1] * ratio,)
     if not box.injective:
         raise Unstageable(f"not injective: {box.witness or 'two reads fall on one element'}")
     if not box.dense:

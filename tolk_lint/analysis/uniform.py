@@ -574,6 +574,12 @@ class _KernelFacts:
                     name = root[1] if root else "shared memory"
                     return (f"read from `{name}` with no barrier after its write at line {_line(w)}: "
                             "other threads may not have written it yet")  # fmt: skip
+                if self.memory.reaches_unordered(ld, w):
+                    # threads are not in lockstep: one that runs ahead may
+                    # write before another reads, unless a barrier lies between
+                    name = root[1] if root else "shared memory"
+                    return (f"read from `{name}`, which other threads may already overwrite at line {_line(w)} "
+                            "with no barrier in between")  # fmt: skip
             return None
         return f"read from {sp} memory"
 
