@@ -1,0 +1,108 @@
+"""The uniformity analysis and its rules (TL101-TL103), through its API:
+queries, reasons, witnesses, the solver's give-up, and the warp level."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tolk_lint.analysis.uniform import uniformity
+from tolk_lint.config import resolve_settings
+from tolk_lint.engine import lint_text, parse, prepare
+
+ACCEPTANCE = Path(__file__).resolve().parents[2] / "shared" / "acceptance"
+
+TID_GUARD = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry guard(.param .u32 n)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<4>;
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    setp.lt.u32 %p1, %r2, 16;
+    @%p1 bar.sync 0;
+    and.b32 %r3, %r2, 0;
+    add.u32 %r3, %r3, %r1;
+    setp.gt.u32 %p2, %r3, 4;
+    @%p2 bar.sync 0;
+    ret;
+}
+"""
+
+
+def _lint(text: str, path: str, **settings):
+    return lint_text(text, path, resolve_settings(**settings)).diagnostics
+
+
+def test_queries_and_reasons():
+    module = parse(TID_GUARD, "guard.ptx")
+    prepare(module, resolve_settings(block=(256, 1, 1)))
+    k = module.kernels[0]
+    u = uniformity(k, module)
+    values = {ins.text: ins.result for ins in k.instrs() if ins.results and ins.text}
+    tid = values["mov.u32 %r2, %tid.x"]
+    n = k.params[0].value
+    assert u.workgroup.is_varying(tid) and u.workgroup.is_uniform(n)
+    cond = values["setp.lt.u32 %p1, %r2, 16"]
+    chain = [r.message for r in u.workgroup.why(cond)]
+    assert chain[-1].endswith("differs between threads")
+    # (tid & 0) + n > 4 names tid but Z3 proves it uniform
+    uni = values["setp.gt.u32 %p2, %r3, 4"]
+    assert uni in u.workgroup.forced_uniform and u.workgroup.is_uniform(uni)
+    assert u.workgroup.z3_proved >= 1
+
+
+def test_divergent_barrier_has_a_witness_that_splits_the_branch():
+    diags = _lint(TID_GUARD, "guard.ptx", block=(256, 1, 1))
+    assert [(d.code, d.span.line) for d in diags] == [("TL101", 12)]
+    w = diags[0].witness
+    a, b = w["threads"][0][0], w["threads"][1][0]
+    assert (a < 16) != (b < 16), w
+    assert "16" in diags[0].message or "threads" in diags[0].message
+    assert any("differs between threads" in r.message for r in diags[0].related)
+
+
+def test_solver_giving_up_keeps_the_conservative_verdict():
+    src = (ACCEPTANCE / "cuda" / "shifted_loop.sm80.ptx")
+    if not src.exists():
+        import pytest
+
+        pytest.skip("shared/acceptance is not beside the repository")
+    text = src.read_text()
+    proved = _lint(text, str(src), block=(256, 1, 1), select=("TL1",))
+    assert proved == []  # Z3 proves both loops run n trips in every thread
+    starved = _lint(text, str(src), block=(256, 1, 1), select=("TL1",), solver_rlimit=1)
+    assert {d.code for d in starved} == {"TL102"}
+    assert all("solver" in d.message and "gave up" in d.message for d in starved)
+
+
+WARP_LEVEL = """
+from numba import cuda, float32
+
+@cuda.jit
+def warp_level(a):
+    v = a[cuda.threadIdx.x]
+    if cuda.threadIdx.x // 32 == 0:
+        v += cuda.shfl_xor_sync(0xFFFFFFFF, v, 1)
+        cuda.syncthreads()
+    a[cuda.threadIdx.x] = v
+"""
+
+
+def test_warp_uniform_branch_is_fine_for_collectives_not_for_barriers():
+    diags = _lint(WARP_LEVEL, "warp_level.py", block=(128, 1, 1))
+    assert [(d.code, d.span.line) for d in diags] == [("TL101", 9)]
+
+
+def test_tensor_core_in_lane_dependent_loop_is_tl102():
+    src = ACCEPTANCE / "cuda" / "wmma_ragged_k.sm80.ptx"
+    if not src.exists():
+        import pytest
+
+        pytest.skip("shared/acceptance is not beside the repository")
+    diags = _lint(src.read_text(), str(src), block=(32, 1, 1), select=("TL1",))
+    assert diags and {d.code for d in diags} == {"TL102"}
+    assert {d.origin.outermost().line for d in diags} == {37, 38, 39}
+    assert all(d.data["level"] == "warp" for d in diags)
