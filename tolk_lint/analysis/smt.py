@@ -945,12 +945,18 @@ def value_uniform(kernel: Kernel, value: Value, at: Instr, info: UniformityInfo,
 
 def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: str,
                        rlimit: int = DEFAULT_RLIMIT) -> Proof:  # fmt: skip
-    """Can two threads that enter ``lp`` together run different trip counts?
+    """Can two threads that enter ``lp`` together leave it differently: at
+    different trips, or through different exits (a ``return`` inside the
+    loop that only some take)?
 
     With ``k`` a trip both reach (``k = 0``, or neither left at ``k - 1``),
-    ask whether one leaves at ``k`` and the other does not."""
+    ask whether some exit's decision at ``k`` differs between them. Exits
+    not on every trip's path carry their path condition from the header."""
+    from tolk_lint.analysis.uniform import Proof
+
     try:
         z3 = z3mod()
+        cfg = kernel.cfg()
         enc = Encoder(kernel, info, level, point=lp.header)
         _assume(enc)
         if lp.parent is not None:
@@ -960,38 +966,27 @@ def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: st
             ent = enc.loop_entry_condition(lp, t)
             if ent is not None:
                 enc.constraints.append(ent)
-        here = [enc.exits_at(lp, t, k) for t in (0, 1)]
-        if here[0] is None:
-            return _exits_anywhere(enc, lp, rlimit)
+        terms = []
+        for ex in lp.exits:
+            if cfg.loop_of(ex.branch.block) is not lp:
+                return Proof("unknown", None, "an exit leaves several loops at once")
+            always = all(cfg.dominates(ex.branch.block, latch) for latch in lp.latches)
+            dec = []
+            for t in (0, 1):
+                pc = z3.BoolVal(True) if always else enc.path_condition(ex.branch.block, t)
+                if pc is None:
+                    return Proof("unknown", None, "the loop's exits are too complex to encode")
+                c = enc.as_bool(enc.enc(ex.cond, t))
+                dec.append(z3.And(pc, c if ex.exits_when else z3.Not(c)))
+            terms.append(dec[0] != dec[1])
+        if not terms:
+            return Proof("uniform", None, "the loop has no exit")
         prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
-        goal = z3.And(z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1]))), here[0] != here[1])
-        return _proof(solve(enc, goal, rlimit), enc)
+        reach = z3.BoolVal(True) if prev[0] is None else z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1])))
+        return _proof(solve(enc, z3.And(reach, z3.Or(*terms)), rlimit), enc)
     except Exception as e:  # noqa: BLE001
         log.debug("smt: loop query failed: %r", e, exc_info=True)
-        from tolk_lint.analysis.uniform import Proof
-
         return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
-
-
-def _exits_anywhere(enc: Encoder, lp: Loop, rlimit: int) -> Proof:
-    """A loop with exits that do not run every trip (``break`` under an
-    ``if``): each exit's decision, with the path to it, must agree."""
-    z3 = enc.z3
-    k = enc.trips[lp][0]
-    terms = []
-    for ex in lp.exits:
-        per = []
-        for t in (0, 1):
-            pc = enc.path_condition(ex.branch.block, t)
-            if pc is None:
-                from tolk_lint.analysis.uniform import Proof
-
-                return Proof("unknown", None, "the loop's exits are too complex to encode")
-            c = enc.as_bool(enc.enc(ex.cond, t))
-            per.append(z3.And(pc, c if ex.exits_when else z3.Not(c)))
-        terms.append(per[0] != per[1])
-    del k
-    return _proof(solve(enc, z3.Or(*terms), rlimit), enc)
 
 
 def _assume(enc: Encoder) -> None:
