@@ -66,12 +66,13 @@ integers (addresses do not wrap).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import reduce
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, type_bits
 from tolk_lint.ir.opcodes import Opcode
@@ -360,13 +361,21 @@ def tf(op: str, a, b):
         if op in ("div", "rem") and cb == 0:
             raise Unstageable("division by zero in the index")
         return ("c", int(_TF_OPS[op](ca, cb)))
+    if op == "sub" and cb is not None:
+        op, b, cb = "add", ("c", -cb), -cb
+    if op == "add" and ca is not None and cb is None:
+        a, b, ca, cb = b, a, None, ca  # constants to the right
     if op == "add":
         if ca == 0:
             return b
         if cb == 0:
             return a
-    if op == "sub" and cb == 0:
-        return a
+        if cb is not None and a[0] == "add" and tf_const(a[2]) is not None:
+            return tf("add", a[1], ("c", tf_const(a[2]) + cb))  # (x + c1) + c2
+    if op == "mul" and ca is not None and cb is None:
+        a, b, ca, cb = b, a, None, ca
+    if op == "mul" and cb is not None and a[0] == "mul" and tf_const(a[2]) is not None:
+        return tf("mul", a[1], ("c", tf_const(a[2]) * cb))  # (x * c1) * c2
     if op == "mul":
         if ca == 0 or cb == 0:
             return ZERO
@@ -416,24 +425,26 @@ def tf_eval(t, env: dict[str, Any], memo: dict | None = None):
     return out
 
 
-Z3_BITS = 64  # index arithmetic as 64-bit two's complement bit-vectors
+Z3_BITS = 32  # index arithmetic as 32-bit two's complement bit-vectors (64 when values need it)
+Z3_MAX_LEAVES = 8  # more loads than this in one box: the exhaustive enumeration is the proof
+Z3_MAX_POINTS = 1 << 16
 
 
-def tf_z3(t, env: dict[str, Any]):
-    """The TF as a Z3 64-bit bit-vector term (signed division and modulo
-    with Python's floor semantics where the values are non-negative, which
-    indices are)."""
+def tf_z3(t, env: dict[str, Any], bits: int = Z3_BITS):
+    """The TF as a Z3 bit-vector term of ``bits`` bits (signed division and
+    modulo agree with Python's floor semantics on the non-negative values
+    indices take)."""
     import z3
 
     if t[0] == "c":
-        return z3.BitVecVal(t[1], Z3_BITS)
+        return z3.BitVecVal(t[1], bits)
     if t[0] == "v":
         return env[t[1]]
-    one, zero = z3.BitVecVal(1, Z3_BITS), z3.BitVecVal(0, Z3_BITS)
+    one, zero = z3.BitVecVal(1, bits), z3.BitVecVal(0, bits)
     if t[0] == "sel":
-        c, a, b = (tf_z3(x, env) for x in t[1:])
+        c, a, b = (tf_z3(x, env, bits) for x in t[1:])
         return z3.If(c != 0, a, b)
-    a, b = tf_z3(t[1], env), tf_z3(t[2], env)
+    a, b = tf_z3(t[1], env, bits), tf_z3(t[2], env, bits)
     op = t[0]
     if op in ("lt", "le", "eq", "ne"):
         cond = {"lt": a < b, "le": a <= b, "eq": a == b, "ne": a != b}[op]
@@ -472,6 +483,10 @@ def tf_str(t) -> str:
 
 class Unstageable(Exception):
     """An index the analysis cannot put in box form: the message says why."""
+
+
+class _Cycle(Unstageable):
+    """A value reached again while it is being evaluated."""
 
 
 @dataclass(frozen=True)
@@ -657,6 +672,7 @@ class IndexEval:
         self.gates: set[Instr] = set()
         self._log: list[Value] | None = None
         self._headers = {lp.header: lp for lp in self.cfg.loops}
+        self.box_cache: dict[tuple, Any] = {}
 
     # -- atoms --------------------------------------------------------------
 
@@ -691,12 +707,15 @@ class IndexEval:
         if v in self.failed:
             raise Unstageable(self.failed[v])
         if v in self.busy:
-            raise Unstageable(f"`{v.name}` depends on itself around a loop")
+            raise _Cycle(f"`{v.name}` depends on itself around a loop")
         self.busy.add(v)
         try:
             p = self._poly(v)
+        except _Cycle:
+            raise  # depends on where the walk started: not cached
         except Unstageable as e:
-            self.failed[v] = str(e)
+            if self._log is None:
+                self.failed[v] = str(e)
             raise
         finally:
             self.busy.discard(v)
@@ -794,9 +813,20 @@ class IndexEval:
 
     def _bits(self, v: Value, op: str, args: list[Value]) -> Poly:
         p, q = self.poly(args[0]), self.poly(args[1])
+        cp, cq = p_const_value(p), p_const_value(q)
+        if cp is not None and cq is not None:
+            return p_tf(tf(op, ("c", cp), ("c", cq)))
         if p_thread_free(p) and p_thread_free(q):
             return self.fresh(v, [p, q])
         k = p_const_value(q)
+        if op == "shr" and k is not None and k >= type_bits(v.type) - 1 >= 7 and self.nonneg(p):
+            return {}  # the sign of a non-negative value (signed division idioms)
+        if op == "and" and k is not None and k < 0 and _pow2(-k):
+            # x & -2^n clears the low bits: (x >> n) << n
+            n = (-k).bit_length() - 1
+            free, thread = p_split(p)
+            if all(tf_const(c) % (-k) == 0 for c in free.values()) and self.min_of(thread) >= 0:
+                return p_add(free, p_tf(tf("shl", tf("shr", thread.get((), ZERO), ("c", n)), ("c", n))))
         if op == "or":
             # a | b is a + b where their bits are disjoint: thread fields that
             # never share a bit, below the trailing zeros of the uniform term
@@ -875,18 +905,29 @@ class IndexEval:
         self.atoms[key] = Atom(key, v.source_name, "range")
         self.memo[v] = p_atom(key)
         saved, self._log = self._log, []
+        busy, self.busy = self.busy, set()  # `nxt` may be what the walk is evaluating: phi is P now
         try:
             step = p_sub(self.poly(nxt), p_atom(key))
         except Unstageable:
             raise Unstageable(f"`{v.source_name}` is carried around a loop, not stepped by a uniform amount")
         finally:
             touched, self._log = self._log, saved
+            self.busy = busy
             del self.memo[v]
+        trip = self.trip(lp)
         if any(key in m for m in step):
             for t in touched:
                 self.memo.pop(t, None)
+            # a rotated copy of another induction variable: the value it takes
+            # at trip n + 1 is `nxt` at trip n, and `start` is `nxt` at trip -1
+            nxt_p = p_add(step, p_atom(key))
+            tkey = next(iter(trip))[0]
+            if not any(key in m for m in nxt_p):
+                prev = p_subst(nxt_p, tkey, p_add(trip, p_const(-1)))
+                if self.same(p_subst(prev, tkey, {}), start):
+                    return prev
             raise Unstageable(f"`{v.source_name}` is carried around a loop, not stepped by a uniform amount")
-        result = p_add(start, p_mul(step, self.trip(lp)))
+        result = p_add(start, p_mul(step, trip))
         for t in touched:
             if t in self.memo:
                 self.memo[t] = p_subst(self.memo[t], key, result)
@@ -911,6 +952,36 @@ class IndexEval:
                 return [self.poly(x) for x in idx]
             raise Unstageable("a memory access without an address")
         return [self.poly(d.args[0])]  # the address value holds the immediate offset already
+
+    def same(self, p: Poly, q: Poly) -> bool:
+        """Whether two polynomials are equal for every thread."""
+        np = _np()
+        for c in p_sub(p, q).values():
+            cv = tf_const(c)
+            if cv is not None:
+                if cv:
+                    return False
+                continue
+            if self.block is None:
+                return False
+            if np.any(np.asarray(tf_eval(c, thread_env(self.block))) != 0):
+                return False
+        return True
+
+    def nonneg(self, p: Poly) -> bool:
+        """Whether every value of ``p`` is >= 0: non-negative coefficients on
+        atoms that cannot be negative (trips, block indices and sizes)."""
+        for m, c in p.items():
+            for a in m:
+                if not a.startswith(("trip:", "ctaid.", "nctaid.", "ntid.", "addr:")):
+                    return False
+            cv = tf_const(c)
+            if cv is not None:
+                if cv < 0:
+                    return False
+            elif self.min_of({(): c}) < 0:
+                return False
+        return True
 
     def _disjoint(self, p: Poly, q: Poly) -> bool:
         """Whether ``p`` and ``q`` never have a set bit in common (so ``p | q``
@@ -1081,12 +1152,11 @@ def _digit_env(digits: list[_Digit], block: tuple[int, int, int], warp_level: bo
     return env
 
 
-def _z3_env(digits: list[_Digit], block, warp_level: bool, suffix: str, relevant: set[int]):
-    """Z3 integer terms for tid.* and lane variables over fresh digit
+def _z3_env(digits: list[_Digit], block, warp_level: bool, suffix: str, relevant: set[int], W: int = Z3_BITS):
+    """Z3 bit-vector terms for tid.* and lane variables over fresh digit
     variables (irrelevant digits fixed to 0), plus the range constraints."""
     import z3
 
-    W = Z3_BITS
     vals: dict[str, Any] = {}
     cons = []
     dvars = []
@@ -1126,14 +1196,56 @@ def box_of(
     warp_level: bool,
     unit: int,
     rlimit: int = 2_000_000,
+    prove: bool = True,
 ) -> Box:
     """The box ``leaves`` read at one trip, over every thread (every warp
     when ``warp_level``) of the launch and every lane. ``unit`` is the size
     of an element in the address's unit (bytes for PTX, 1 for Python)."""
-    np = _np()
     block = ev.block
     if block is None:
         raise Unstageable("the launch's block shape is unknown (pass --block or a `launch` comment)")
+    key = _box_key(leaves, ev, warp_level, unit, prove)
+    got = ev.box_cache.get(key)
+    if isinstance(got, Box):
+        return dataclasses.replace(got)
+    if isinstance(got, str):
+        raise Unstageable(got)
+    try:
+        box = _box_of(leaves, ev, warp_level, unit, rlimit, prove)
+    except Unstageable as e:
+        ev.box_cache[key] = str(e)
+        raise
+    ev.box_cache[key] = box
+    return dataclasses.replace(box)
+
+
+def _strip_const(t):
+    """A TF without its additive constant (boxes do not depend on it)."""
+    while t[0] == "add" and t[2][0] == "c":
+        t = t[1]
+    return t
+
+
+def _box_key(leaves: list[Leaf], ev: IndexEval, warp_level: bool, unit: int, prove: bool) -> tuple:
+    """What a box depends on: each leaf's non-constant thread/lane terms per
+    monomial (the loop's range monomials and additive constants dropped), its
+    lanes, and how the box is enumerated. Unrolled copies of a load share it."""
+    parts = []
+    for lf in leaves:
+        p = p_add(lf.address, lf.lane_offset)
+        terms = []
+        for m, c in sorted(p.items()):
+            if any(ev.atoms.get(a, Atom(a, a, "uniform")).kind == "range" for a in m):
+                terms.append((m, "R", c))  # must be constant: keep it whole
+            elif c[0] != "c":
+                terms.append((m, _strip_const(c)))
+        parts.append((tuple(terms), tuple(sorted(lf.lanes.items())), lf.elem_bytes))
+    return (tuple(parts), warp_level, unit, prove, tuple(ev.block or ()))
+
+
+def _box_of(leaves, ev, warp_level, unit, rlimit, prove) -> Box:
+    np = _np()
+    block = ev.block
     lanes: dict[str, int] = {}
     for lf in leaves:
         for k, e in lf.lanes.items():
@@ -1180,8 +1292,8 @@ def box_of(
     index = tuple(slice(None) if i in relevant else slice(0, 1) for i in range(len(digits)))
     sub = vals[(slice(None),) + index].reshape(ncomp, -1).T
     total = int(np.prod(shape)) if shape else 1
-    distinct = np.unique(vals.reshape(ncomp, -1).T, axis=0)
-    n_distinct = len(distinct)
+    # the digits the address does not read change nothing: count on the rest
+    n_distinct = len(np.unique(sub, axis=0)) if len(sub) > 1 else len(sub)
     injective = n_distinct == len(sub)
     witness = None
     if not injective:
@@ -1190,14 +1302,24 @@ def box_of(
     hi = vals.reshape(ncomp, -1).max(axis=1)
     extents = []
     for c in range(ncomp):
-        off = np.unique(vals[c].reshape(-1) - lo[c])
-        g = int(reduce(math.gcd, (int(x) for x in off if x), 0))
+        g = int(np.gcd.reduce(vals[c].reshape(-1) - lo[c]))
         extents.append(1 if g == 0 else int((hi[c] - lo[c]) // g) + 1)
     volume = int(np.prod(extents))
-    dense = injective and n_distinct == volume
+    # dense box of strided dimensions: each relevant digit adds its own
+    # offset, whatever the others are (separable), and no two points meet
+    # (injective); then the points are exactly the box of the digits' ranges
+    separable = _separable(vals, len(digits))
+    dense = injective and separable
+    axes_dense = dense and n_distinct == volume  # also a dense box along the monomial axes
     proof = "enumeration"
-    if injective and len(sub) > 1:
-        verdict = _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit)
+    small = len(leaves) <= Z3_MAX_LEAVES and len(sub) <= Z3_MAX_POINTS
+    if prove and small and injective and len(sub) > 1:
+        big = max((int(np.abs(vals).max()) if vals.size else 0), _tf_const_max(polys))
+        bits = 32 if big < (1 << 27) else 64
+        origin = vals[(slice(None),) + (0,) * len(digits)] if digits else vals[:, ...]
+        table = (vals - origin.reshape((-1,) + (1,) * len(digits))).tobytes()
+        verdict = _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit, bits,
+                                (table, vals.shape))  # fmt: skip
         if verdict is True:
             proof = "z3"
         elif verdict is False:  # cannot happen when enumeration is exact; keep the refutation
@@ -1205,9 +1327,31 @@ def box_of(
             proof = "z3"
     dims = _dims(vals, comps, digits, relevant, ev, unit)
     ext = dict(zip(comps, extents))
-    shape_out = tuple(ext.get(m, 1) for m in axes) or (1,)
+    if axes_dense or not dense:
+        shape_out = tuple(ext.get(m, 1) for m in axes) or (1,)
+    else:  # strided in one address axis: the dimensions, outermost first
+        shape_out = tuple(d.extent for d in reversed(dims)) or (1,)
+        axes = []
     return Box(dims, shape_out, n_distinct, total, max(1, total // max(1, n_distinct)), injective, dense, proof, witness,
                axes if axes else [()])  # fmt: skip
+
+
+def _separable(vals, ndig: int) -> bool:
+    """Whether ``vals`` (components x digit grid) is the origin plus one
+    contribution per digit: vals[x] = vals[0] + sum_d (vals[x_d e_d] - vals[0])."""
+    np = _np()
+    if ndig == 0:
+        return True
+    origin = vals[(slice(None),) + (0,) * ndig]
+    total = np.zeros_like(vals) + origin.reshape((-1,) + (1,) * ndig)
+    for d in range(ndig):
+        idx = [0] * ndig
+        idx[d] = slice(None)
+        line = vals[(slice(None),) + tuple(idx)] - origin.reshape(-1, 1)
+        shape = [vals.shape[0]] + [1] * ndig
+        shape[1 + d] = vals.shape[1 + d]
+        total = total + line.reshape(shape)
+    return bool(np.array_equal(total, vals))
 
 
 def _check_warp_uniform(leaves: list[Leaf], ev: IndexEval) -> None:
@@ -1216,7 +1360,7 @@ def _check_warp_uniform(leaves: list[Leaf], ev: IndexEval) -> None:
     env = thread_env(block)
     nthreads = block[0] * block[1] * block[2]
     for lf in leaves:
-        for m, t in lf.address.items():
+        for t in lf.address.values():
             arr = np.broadcast_to(np.asarray(tf_eval(t, env), dtype="int64"), (nthreads,))
             pad = (-nthreads) % 32
             if pad:
@@ -1249,11 +1393,26 @@ def _collision(sub, digits, relevant, index, shape) -> str:
 _Z3_CACHE: dict[tuple, bool | None] = {}
 
 
-def _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit) -> bool | None:
-    """Prove that distinct relevant digits give distinct elements (cached by
-    structure: the unrolled copies of one load ask the same question)."""
+def _tf_const_max(polys) -> int:
+    out = 0
+    stack = [c for p in polys for c in p.values()]
+    while stack:
+        t = stack.pop()
+        if t[0] == "c":
+            out = max(out, abs(t[1]))
+        elif t[0] != "v":
+            stack.extend(t[1:])
+    return out
+
+
+def _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit, bits=Z3_BITS, table=None) -> bool | None:
+    """Prove that distinct relevant digits give distinct elements. Cached by
+    the table of offsets the digits give (``table``), or by structure: the
+    unrolled copies of one load ask the same question, and formulas equal on
+    every point of the finite domain share their answer."""
     key = (
-        tuple(tuple(p.get(m, ZERO) for m in comps) for p in polys),
+        bits,
+        table if table is not None else tuple(tuple(p.get(m, ZERO) for m in comps) for p in polys),
         tuple((d.var, d.extent, d.shift) for d in digits),
         tuple(block),
         warp_level,
@@ -1262,24 +1421,24 @@ def _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit) -> 
     )
     if key in _Z3_CACHE:
         return _Z3_CACHE[key]
-    got = _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit)
+    got = _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit, bits)
     if len(_Z3_CACHE) > 4096:
         _Z3_CACHE.clear()
     _Z3_CACHE[key] = got
     return got
 
 
-def _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit) -> bool | None:
+def _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit, bits) -> bool | None:
     try:
         import z3
     except ImportError:  # pragma: no cover - z3 is a dependency
         return None
     try:
-        envx, cx, dx, lx = _z3_env(digits, block, warp_level, "_1", relevant)
-        envy, cy, dy, ly = _z3_env(digits, block, warp_level, "_2", relevant)
+        envx, cx, dx, lx = _z3_env(digits, block, warp_level, "_1", relevant, bits)
+        envy, cy, dy, ly = _z3_env(digits, block, warp_level, "_2", relevant, bits)
 
         def comp(env, load, m):
-            terms = [tf_z3(p.get(m, ZERO), env) for p in polys]
+            terms = [tf_z3(p.get(m, ZERO), env, bits) for p in polys]
             out = terms[-1]
             for i in range(len(terms) - 2, -1, -1):
                 out = z3.If(load == i, terms[i], out)
@@ -1306,7 +1465,6 @@ def _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rl
 def _dims(vals, comps, digits, relevant, ev: IndexEval, unit: int) -> list[Dim]:
     """The box's dimensions: each relevant digit (runs of bits of one thread
     index merged when they step linearly), its extent and its stride."""
-    np = _np()
     n = len(digits)
     origin = vals[(slice(None),) + (0,) * n] if n else vals[:, ...]
 
@@ -1528,7 +1686,7 @@ def _trace_leaves(v: Value, loop: Loop | None, gates: list[Instr], seen: set[Val
             out += _trace_leaves(a, loop, gates, seen)
         return out
     if d.op is O.SELECT:
-        c, x, y = d.args
+        _, x, y = d.args
         for keep, zero in ((x, y), (y, x)):
             if _is_zero(zero):
                 gates.append(d)
@@ -1626,10 +1784,9 @@ def _mma_desc(ins: Instr) -> str:
 
 def _mma_dtype(ins: Instr, operand: str, leaves: list[Leaf]) -> str:
     dts = ins.attrs.get("dtypes")
-    if isinstance(dts, (list, tuple)) and dts:
-        # PTX order: d, a, b, c (mma) / d, c (wmma f16 forms): take a/b where present
-        if len(dts) >= 4:
-            return str(dts[1] if operand == "a" else dts[2])
+    # PTX order: d, a, b, c (mma) / d, c (wmma f16 forms): take a/b where present
+    if isinstance(dts, (list, tuple)) and len(dts) >= 4:
+        return str(dts[1] if operand == "a" else dts[2])
     text = ins.text or ""
     mt = re.search(r"\.(f16|bf16|tf32|s8|u8|e4m3|e5m2|f64)\b", text)
     if mt:
@@ -1806,8 +1963,8 @@ def _operand_box(v: OperandVerdict, pairs, ev: IndexEval, settings: Settings) ->
         raise Unstageable(f"not injective: {box.witness or 'two reads fall on one element'}")
     if not box.dense:
         raise Unstageable(
-            f"not dense: the {box.elements} elements read do not fill their "
-            f"{'×'.join(map(str, box.shape))} box"
+            "not a box: the threads' and lanes' offsets do not add up independently "
+            "(a thread term mixes with another)"
         )
     if v.op.op is not O.MMA and v.loop is not None:
         v.k_unrolled_shape = _unrolled_shape(leaves, ev, v.loop, warp_level, unit, settings)
@@ -1834,7 +1991,7 @@ def _assign_depths(verdicts: list[OperandVerdict], target: Target, settings: Set
     by_op: dict[Instr, list[OperandVerdict]] = {}
     for v in verdicts:
         by_op.setdefault(v.op, []).append(v)
-    for op, vs in by_op.items():
+    for vs in by_op.values():
         ok = [v for v in vs if v.reason is None]
         tiles = [v.tile_bytes for v in ok]
         for v in vs:
@@ -1872,10 +2029,10 @@ def group_by_line(verdicts: list[OperandVerdict]) -> list[tuple[OperandVerdict, 
     collapse, stageable ones first. Returns (verdict, copies)."""
     groups: dict[tuple, list[OperandVerdict]] = {}
     for v in verdicts:
-        groups.setdefault((v.operand if v.op.op is O.MMA else v.operand, v.line, v.op_line), []).append(v)
+        groups.setdefault((v.operand, v.line, v.op_line), []).append(v)
     out = []
     for vs in groups.values():
-        best = sorted(vs, key=lambda v: (not v.stageable, -v.depth))[0]
+        best = min(vs, key=lambda v: (not v.stageable, -v.depth))
         out.append((best, len(vs)))
     return sorted(out, key=lambda x: (x[0].line or 0, x[0].operand))
 
@@ -2101,7 +2258,7 @@ def _copy_box(tc: TileCopy, ev: IndexEval, cfg, settings: Settings) -> Box | Non
             lanes = {v: n for v, n in inner.items() if any(v in tf_vars(c) for c in addr.values())}
             for i in range(max(1, len(ld.results))):
                 leaves.append(Leaf(ld, addr, lanes, p_const(i * lf.elem_bytes), lf.elem_bytes, i))
-        return box_of(leaves, ev, False, leaves[0].elem_bytes, settings.solver_rlimit)
+        return box_of(leaves, ev, False, leaves[0].elem_bytes, settings.solver_rlimit, prove=False)
     except (Unstageable, IndexError, ValueError) as e:
         log.debug("no box for the copy of %s: %s", tc.buffer, e)
         return None
@@ -2209,6 +2366,19 @@ def loop_trips(lp: Loop) -> int | None:
     return None
 
 
+def _reads_code(v: Value, depth_: int = 0) -> bool:
+    """Whether an integer expression reads a loaded value (``q``, ``q - zero``,
+    ``(q >> 4) & 15``), not counting the loads inside an address."""
+    d = v.defn
+    if d is None or depth_ > 6:
+        return False
+    if d.op is O.LOAD:
+        return True
+    if d.op in (O.ADD, O.SUB, O.MUL, O.AND, O.OR, O.XOR, O.SHR, O.SHL, O.CVT, O.NEG, O.SELECT, O.MIN, O.MAX):
+        return any(_reads_code(a, depth_ + 1) for a in d.args)
+    return False
+
+
 def _decodes_in(v: Value, out: list[Instr], loads: list[Instr], depth_: int = 0) -> None:
     """Conversions of loaded integers into floats in ``v``'s expression (not
     inside any address), and every load the expression reads."""
@@ -2221,11 +2391,9 @@ def _decodes_in(v: Value, out: list[Instr], loads: list[Instr], depth_: int = 0)
         return
     if d.op is O.CVT:
         src = str(d.attrs.get("from_type") or d.args[0].type)
-        inner = d.args[0].defn
         explicit = bool(d.attrs.get("fn"))  # float(q), np.float32(q): a decode (convention 8)
-        if is_float(d.result.type) and (explicit or not is_float(src)) and inner is not None and inner.op is O.LOAD:
-            if d not in out:
-                out.append(d)
+        if is_float(d.result.type) and (explicit or not is_float(src)) and _reads_code(d.args[0]) and d not in out:
+            out.append(d)
     if d.op in (O.PHI, O.CONST, O.PARAM, O.SPECIAL):
         return
     for a in d.args:
