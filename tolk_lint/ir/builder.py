@@ -42,6 +42,7 @@ class Builder:
         self._var_types: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._undefs: dict[str, Value] = {}
+        self._nphis: dict[Block, int] = {}  # PHIs (and UNDEFs in the entry) at each block's start
 
     # -- blocks and edges -------------------------------------------------
 
@@ -193,8 +194,9 @@ class Builder:
         res = self.new_value(t, var)
         ins = Instr(Opcode.PHI, [], [res], span=block.span, text=f"phi {var}")
         ins.block = block
-        n = sum(1 for _ in block.phis())
+        n = self._nphis.get(block, 0)
         block.instrs.insert(n, ins)
+        self._nphis[block] = n + 1
         return ins
 
     def _undef(self, var: str) -> Value:
@@ -203,8 +205,10 @@ class Builder:
             res = self.new_value(self._var_types.get(var, "b32"), var)
             ins = Instr(Opcode.UNDEF, [], [res], text=f"undef {var}")
             ins.block = entry
-            n = sum(1 for _ in entry.phis())
+            # after the entry's PHIs (it has none: no predecessors) and earlier UNDEFs
+            n = self._nphis.get(entry, 0)
             entry.instrs.insert(n, ins)
+            self._nphis[entry] = n + 1
             self._undefs[var] = res
         return self._undefs[var]
 

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from tolk_lint.ir.opcodes import TERMINATORS, Opcode
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Span:
     """A range in the linted file: 1-based lines and columns, end inclusive of
     the last character's column + 1 (ruff's convention: end points after)."""
@@ -40,7 +40,7 @@ class Span:
         return f"{self.path}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Origin:
     """The user's source line a PTX instruction came from (``.loc``).
 
