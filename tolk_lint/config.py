@@ -98,7 +98,9 @@ class Settings:
         for f in fields(self):
             if f.name in ("config_path", "project_root", "per_file_ignores", "launch"):
                 continue
-            out.append(f"{f.name.replace('_', '-')} = {_toml_value(getattr(self, f.name))}")
+            value = getattr(self, f.name)
+            key = f.name.replace("_", "-")
+            out.append(f"# {key} is unset" if value is None else f"{key} = {_toml_value(value)}")
         out.append("[per-file-ignores]")
         out += [f"{json.dumps(g)} = {_toml_value(codes)}" for g, codes in self.per_file_ignores]
         out.append("[launch]")
@@ -107,8 +109,6 @@ class Settings:
 
 
 def _toml_value(v: Any) -> str:
-    if v is None:
-        return '""  # unset'
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (list, tuple)):

@@ -58,7 +58,7 @@ Z3 (`tolk_lint.analysis.smt`)
 
 Bank conflicts
     For a warp's access, the addresses of its 32 lanes are evaluated lane by
-    lane (`_LaneEval`): thread indices concrete (from the launch shape and
+    lane (`_ThreadEval`): thread indices concrete (from the launch shape and
     the warp), everything the same across the warp symbolic. When every
     active lane's address is one symbolic base plus a lane-specific
     constant, the number of distinct 4-byte words per bank is exact
@@ -371,6 +371,7 @@ class Phases:
         self.by_instr = {a.instr: a for a in accesses}
         self.holders = barrier_functions(module) if module is not None else set()
         self._phase_cache: dict[tuple, dict[Access, set[Vec]]] = {}
+        self._free_cycles: dict[tuple, bool] = {}
         self._loops_outer: dict[Block, tuple[Loop, ...]] = {}
         self.has_warp_sync = any(self._warp_boundary(i) for i in kernel.instrs())
 
@@ -398,20 +399,75 @@ class Phases:
             return (d.attrs["value"] & 0xFFFFFFFF) == 0xFFFFFFFF
         return False
 
-    def step(self, vec: Vec, x: Block, y: Block) -> Vec:
-        old = {lp: (k, n) for lp, k, n in vec}
+    def free_cycle(self, lp: Loop, level: str) -> bool:
+        """Whether ``lp`` has a cycle through its header with no boundary: a
+        phase can then span any number of its trips."""
+        key = (lp, level)
+        got = self._free_cycles.get(key)
+        if got is None:
+            def clear(b):
+                return not any(self.boundary(i, level) for i in b.instrs)
+
+            got = False
+            if clear(lp.header):
+                seen = {lp.header}
+                stack = [lp.header]
+                while stack and not got:
+                    z = stack.pop()
+                    for s2 in z.succs:
+                        if s2 is lp.header:
+                            got = True
+                            break
+                        if s2 in lp.blocks and s2 not in seen and clear(s2):
+                            seen.add(s2)
+                            stack.append(s2)
+            self._free_cycles[key] = got
+        return got
+
+    def step(self, vec: Vec, x: Block, y: Block, level: str | None = None) -> Vec:
+        """The trip relations after the edge ``x -> y``: a back edge counts a
+        trip, an entered loop starts at trip 0, an exited loop's trip is kept
+        as its exit trip (``xrel``/``xabs``/``xfree``) until an enclosing
+        loop starts its next trip."""
+        cur = {lp: (k, n) for lp, k, n in vec if k[0] not in "xh"}
+        back = None
+        for lp in self.loops(y):
+            if lp in cur and y is lp.header:
+                back = lp
         out = []
         for lp in self.loops(y):
-            if lp in old:
-                k, n = old[lp]
-                if y is lp.header and k != "free":
+            if lp in cur:
+                k, n = cur[lp]
+                if lp is back and k != "free":
                     n += 1
-                    if n > CAP:
+                    if n > CAP or (level is not None and self.free_cycle(lp, level)):
                         k, n = "free", 0
                 out.append((lp, k, n))
             else:
                 out.append((lp, "abs", 0) if y is lp.header else (lp, "free", 0))
-        return tuple(out)
+        exits = []
+        for lp, k, n in vec:
+            outer_next = back is not None and lp is not back and lp.header in back.blocks
+            if k[0] == "x":
+                if outer_next:
+                    # the enclosing loop starts its next trip: remember where this
+                    # loop was left in the trip before (``h``: history)
+                    if lp.parent is back and k in ("xrel", "xabs"):
+                        exits.append((lp, "h" + k[1:], n))
+                    continue
+                if y in lp.blocks:
+                    continue
+                exits.append((lp, k, n))
+            elif k[0] == "h":
+                if not outer_next:
+                    exits.append((lp, k, n))
+        for lp, (k, n) in cur.items():
+            if y not in lp.blocks:
+                exits.append((lp, "x" + k, n))
+        if exits:
+            order = self.cfg.order
+            exits.sort(key=lambda e: order.get(e[0].header, 0))
+        return tuple(out) + tuple(exits)
 
     def starts(self, level: str) -> list[Instr | None]:
         out: list[Instr | None] = [None]
@@ -452,7 +508,7 @@ class Phases:
             if stopped:
                 continue
             for s in b.succs:
-                work.append((s, 0, self.step(vec, b, s)))
+                work.append((s, 0, self.step(vec, b, s, level)))
         self._phase_cache[key] = out
         return out
 
@@ -522,23 +578,33 @@ def compose(walk_vec: Vec, phase_vec: Vec) -> Vec:
     to the copy (``walk_vec``) and the access's relative to the barrier."""
     w = {lp: (k, n) for lp, k, n in walk_vec}
     out = []
+    seen = set()
     for lp, k, n in phase_vec:
-        if k == "rel":
+        seen.add(lp)
+        base = k[1:] if k[0] in "xh" else k
+        pre = k[0] if k[0] in "xh" else ""
+        if base == "rel":
             k2, n2 = w.get(lp, ("free", 0))
+            k2 = k2[1:] if k2[0] in "xh" else k2
             if k2 == "free":
-                out.append((lp, "free", 0))
+                out.append((lp, pre + "free", 0))
             else:
-                out.append((lp, k2, n + n2))
+                out.append((lp, pre + k2, n + n2))
         else:
+            out.append((lp, k, n))
+    # loops the copying thread left before the barrier: the access comes after
+    for lp, k, n in walk_vec:
+        if k[0] in "xh" and lp not in seen:
             out.append((lp, k, n))
     return tuple(out)
 
 
 def _normalize(a: Access, va: Vec, b: Access, vb: Vec) -> tuple:
     """Shift ``rel`` trips so that ``a``'s are 0 (the anchor is arbitrary)."""
-    shift = {lp: n for lp, k, n in va if k == "rel"}
-    na = tuple((lp, k, 0 if k == "rel" else n) for lp, k, n in va)
-    nb = tuple((lp, k, n - shift[lp] if (k == "rel" and lp in shift) else n) for lp, k, n in vb)
+    shift = {lp: n for lp, k, n in va if k in ("rel", "xrel")}
+    rels = ("rel", "xrel", "hrel")
+    na = tuple((lp, k, n - shift[lp] if (k in rels and lp in shift) else n) for lp, k, n in va)
+    nb = tuple((lp, k, n - shift[lp] if (k in rels and lp in shift) else n) for lp, k, n in vb)
     return (a, na, b, nb)
 
 
@@ -572,6 +638,7 @@ class Race:
     solver: str = "sat"  # or "unknown"
     reason: str = ""
     walk: PendingWalk | None = None
+    model: Any = field(default=None, repr=False)
 
 
 @dataclass(eq=False)
@@ -600,15 +667,51 @@ class BankConflict:
 
 
 class _Enc(smt.Encoder):
-    """The two-thread encoder, seeing through redundant PHI webs."""
+    """The two-thread encoder, seeing through redundant PHI webs, and with
+    geometric loop counters (``s >>= 1``, ``off *= 2``) in closed form."""
 
     canon: _Canon | None = None
+    geo: dict | None = None
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        if self.python:
+            self._trip_width = 64
+
+    def width(self, t: str) -> int:
+        # Numba's integers are int64 and wrap: the memory queries use 64 bits
+        # (the uniformity analysis keeps 128 to model Python's range exactly)
+        if self.python and t not in ("pred",) and not is_float(t):
+            return 64
+        return super().width(t)
 
     def _phi(self, d, v, t):
         c = self.canon(v) if self.canon is not None else v
         if c is not v:
             return self.enc(c, t)
         return super()._phi(d, v, t)
+
+    def _header_phi(self, lp, d, v, t):
+        g = (self.geo or {}).get(v)
+        if g is None:
+            return super()._header_phi(lp, d, v, t)
+        z3 = self.z3
+        start_v, direction, shift, kind = g
+        start = self._bv(self.enc(start_v, t))
+        w = start.size()
+        trip = self.trip_of(lp, t)
+        tw = trip.size()
+        amount = trip * shift
+        amount = z3.If(z3.UGT(amount, w), z3.BitVecVal(w, tw), amount)
+        n = self.fit(amount, w)
+        if direction == "left":
+            return start << n
+        if kind == "logical":
+            return z3.LShR(start, n)
+        if kind == "arith":
+            return start >> n
+        # C division by 2^n rounds toward zero
+        return z3.If(start >= 0, start >> n, -((-start) >> n))
 
 
 class _Query:
@@ -620,12 +723,19 @@ class _Query:
         self.k = mf.k
         self.enc = _Enc(self.k, mf.info, "workgroup", point=None)
         self.enc.canon = mf.canon
+        self.enc.geo = mf.geo
         self.z3 = self.enc.z3
         self.anchors: dict[Loop, Any] = {}
         self.base_constraints: list = []
         self.trips_of: dict[tuple, dict[Loop, Any]] = {}
         smt._assume(self.enc)
         self._layout()
+        if self.k.launch.block is None:
+            # a kernel that never reads tid.y (tid.z) is launched with a flat block
+            z3 = self.z3
+            for d, dim in ((1, "y"), (2, "z")):
+                if dim not in mf.tid_dims:
+                    self.enc.constraints.append(self.enc.ntid[d] == 1)
 
     def _layout(self) -> None:
         """Shared buffers are disjoint, aligned and below the shared window."""
@@ -669,6 +779,9 @@ class _Query:
         w = self.enc._trip_width
         out: dict[Loop, Any] = {}
         for lp, k, n in vec:
+            if k[0] == "h":
+                continue
+            k = k[1:] if k[0] == "x" else k
             if k == "rel":
                 s = self.anchors.get(lp)
                 if s is None:
@@ -686,13 +799,65 @@ class _Query:
     def context(self, trips: dict[Loop, Any]) -> None:
         self.enc.trips = {lp: (e, e) for lp, e in trips.items()}
 
-    def conditions(self, acc: Access, t: int, trips: dict[Loop, Any]) -> list:
-        """The thread runs ``acc`` at these trips: valid trips, the paths to it."""
+    def history(self, vec: Vec, t: int, trips: dict[Loop, Any], tag: str) -> list:
+        """Where the thread left an inner loop in the trip of its enclosing
+        loop before this one (``h`` entries): that loop really ran so."""
         z3 = self.z3
         enc = self.enc
-        self.context(trips)
         out = []
+        w = enc._trip_width
+        for lp, k, n in vec:
+            if k[0] != "h" or lp.parent is None or lp.parent not in trips:
+                continue
+            if k == "hrel":
+                sym = self.anchors.get(lp)
+                if sym is None:
+                    sym = self.anchors[lp] = z3.BitVec(f"s_{lp.header.name}", w)
+                    enc.constraints += [sym >= 0, sym < TRIP_BOUND]
+                T = sym + n
+            elif k == "habs":
+                T = z3.BitVecVal(n, w)
+            else:
+                continue
+            ctx = dict(trips)
+            ctx.pop(lp, None)
+            ctx[lp.parent] = trips[lp.parent] - 1
+            self.context(ctx)
+            try:
+                here = enc.exits_at(lp, t, T)
+                prev = enc.exits_at(lp, t, T - 1)
+            except Exception:  # noqa: BLE001
+                continue
+            out += [trips[lp.parent] >= 1, T >= 0]
+            if here is not None:
+                out.append(here)
+            if prev is not None:
+                out.append(z3.Or(T == 0, z3.Not(prev)))
+        self.context(trips)
+        return out
+
+    def conditions(self, acc: Access, t: int, trips: dict[Loop, Any], vec: Vec = ()) -> list:
+        """The thread runs ``acc`` at these trips: valid trips, the paths to it,
+        and the exit trips of the loops it came out of."""
+        z3 = self.z3
+        enc = self.enc
+        out = self.history(vec, t, trips, "h") if vec else []
+        self.context(trips)
         loops = self.mf.phases.loops(acc.instr.block)
+        inside = set(loops)
+        for lp, k in trips.items():
+            if lp in inside:
+                continue
+            out += [k >= 0, k < TRIP_BOUND]
+            try:
+                here = enc.exits_at(lp, t, k)
+                prev = enc.exits_at(lp, t, k - 1)
+            except Exception:  # noqa: BLE001
+                here = prev = None
+            if here is not None:
+                out.append(here)
+            if prev is not None:
+                out.append(z3.Or(k == 0, z3.Not(prev)))
         for lp in loops:
             k = trips[lp]
             out.append(k >= 0)
@@ -703,7 +868,52 @@ class _Query:
                 prev = None
             if prev is not None:
                 out.append(z3.Or(k == 0, z3.Not(prev)))
+            out += self.counted(lp, t, k, acc.instr.block)
         out += self.reach(acc.instr.block, t)
+        return out
+
+    def counted(self, lp: Loop, t: int, k, block: Block) -> list:
+        """What the loop's counted exits say of trip ``k`` beyond "not left at
+        k - 1": induction variables do not wrap (a compiler's loop counter
+        never does), and a ``!=`` exit at a bound ``start + n * step`` runs
+        exactly n trips."""
+        z3 = self.z3
+        enc = self.enc
+        cfg = self.mf.cfg
+        out = []
+        for ex in lp.exits:
+            iv = ex.iv
+            if iv is None or ex.bound is None or not all(cfg.dominates(ex.branch.block, l) for l in lp.latches):
+                continue
+            try:
+                start = enc._bv(enc.enc(iv.start, t))
+                bound = enc._bv(enc.enc(ex.bound, t))
+            except Exception:  # noqa: BLE001
+                continue
+            if z3.is_bool(start) or z3.is_bool(bound):
+                continue
+            w = start.size()
+            if w >= 128:
+                continue  # Python integers do not wrap
+            bound = enc.fit(bound, w, ex.cmp in ("lt", "le", "gt", "ge"))
+            K = enc.fit(k, 2 * w + 2, False)
+            step = iv.step
+            last = K + (1 if ex.uses_next else 0)
+            if ex.cmp in ("lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"):
+                signed = ex.cmp in ("lt", "le", "gt", "ge")
+                S = z3.SignExt(w + 2, start) if signed else z3.ZeroExt(w + 2, start)
+                V = S + z3.BitVecVal(step, 2 * w + 2) * last
+                if signed:
+                    out += [V >= -(1 << (w - 1)), V < (1 << (w - 1))]
+                else:
+                    out += [V >= 0, V < (1 << w)]
+            elif ex.cmp == "ne" and not ex.exits_when and step != 0:
+                # runs while iv != bound: n = (bound - start) / step trips
+                dist = (bound - start) if step > 0 else (start - bound)
+                D = z3.ZeroExt(w + 2, dist)
+                strict = ex.uses_next or cfg.dominates(_inside_succ(ex.branch, lp), block)
+                lhs = K * abs(step)
+                out.append(z3.ULT(lhs, D) if strict else z3.ULE(lhs, D))
         return out
 
     def reach(self, block: Block, t: int) -> list:
@@ -741,7 +951,7 @@ class _Query:
         enc = self.enc
         self.context(trips)
         python = self.k.language == "python"
-        W = 128 if python else 64
+        W = 64
         if python and acc.index is not None and acc.buffer is not None and all(d for d in acc.buffer.shape) \
                 and len(acc.index) == len(acc.buffer.shape):  # fmt: skip
             lin = None
@@ -752,7 +962,8 @@ class _Query:
             base = enc.shared(f"pybuf:{acc.root}", "s64")
             start = enc.fit(base, W) + lin * acc.elem
         else:
-            start = enc.fit(enc.enc(acc.addr, t), W, False)
+            start = enc._bv(enc.enc(acc.addr, t))
+            W = start.size()
         width: Any = acc.width
         if acc.fragment is not None:
             rows, row_bytes, stride, e = acc.fragment
@@ -763,9 +974,46 @@ class _Query:
                 width = rows * row_bytes
         return start, width
 
+    def in_bounds(self, acc: Access, t: int, trips, f) -> list:
+        """The access stays inside its array (an access that leaves it is
+        TL202's finding, not a race on the array)."""
+        z3 = self.z3
+        enc = self.enc
+        buf = acc.buffer
+        if buf is None or buf.dynamic or acc.fragment is not None:
+            return []
+        self.context(trips)
+        try:
+            if self.k.language == "python" and acc.index is not None and len(acc.index) == len(buf.shape) \
+                    and all(buf.shape):  # fmt: skip
+                out = []
+                for x, dim in zip(acc.index, buf.shape):
+                    e = enc.fit(enc.enc(x, t), 64, True)
+                    out += [e >= -dim, e < dim]
+                return out
+            nbytes = buf.bytes
+            if nbytes is None or acc.base is None or not isinstance(f[1], int) or f[1] > nbytes:
+                return []
+            start = f[0]
+            base = enc.fit(enc._bv(enc.enc(acc.base, t)), start.size(), False)
+            return [z3.ULE(start - base, nbytes - f[1])]
+        except Exception:  # noqa: BLE001
+            return []
+
     def overlap(self, f0, f1):
+        """The byte ranges meet (computed in the addresses' own width, so a
+        common base cancels)."""
         z3 = self.z3
         (a, wa), (b, wb) = f0, f1
+        if a.size() != b.size():
+            n = max(a.size(), b.size())
+            a, b = self.enc.fit(a, n), self.enc.fit(b, n)
+            wa = wa if isinstance(wa, int) else self.enc.fit(wa, n)
+            wb = wb if isinstance(wb, int) else self.enc.fit(wb, n)
+        if not isinstance(wa, int) and wa.size() != a.size():
+            wa = self.enc.fit(wa, a.size())
+        if not isinstance(wb, int) and wb.size() != b.size():
+            wb = self.enc.fit(wb, b.size())
         wa = wa if not isinstance(wa, int) else z3.BitVecVal(wa, a.size())
         wb = wb if not isinstance(wb, int) else z3.BitVecVal(wb, b.size())
         return z3.Or(z3.ULT(b - a, wa), z3.ULT(a - b, wb))
@@ -812,6 +1060,20 @@ class MemoryFacts:
             if ins.op is O.ADDR and ins.attrs.get("buffer") not in self.addr_values:
                 self.addr_values[ins.attrs.get("buffer")] = ins.result
         self.rlimit = getattr(settings, "solver_rlimit", None) or smt.DEFAULT_RLIMIT
+        self.ivs: dict[Value, tuple[Loop, Any]] = {}
+        for lp in self.cfg.loops:
+            for iv in lp.ivs:
+                self.ivs[iv.phi] = (lp, iv)
+        self._evals: dict[tuple, _ThreadEval] = {}
+        self._kind_vec = None
+        self._fwd: dict[Block, set] = {}
+        self.geo = _geometric(kernel, self.canon)
+        self._const_trips: dict[Loop, int | None] = {}
+        self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()
+                         if i.op is O.SPECIAL and i.attrs.get("name", "").startswith(("tid.", "ntid."))}  # fmt: skip
+        self.period = _period(kernel)
+        self._bytemaps: dict[tuple, Any] = {}
+        self.concrete_cleared = 0
         self._info = None
         self._phases: Phases | None = None
         self._races: list[Race] | None = None
@@ -855,6 +1117,34 @@ class MemoryFacts:
                 STATS["kernels"] += 1
         return self._races
 
+    def _infeasible(self, a: Access, va: Vec, b: Access, vb: Vec) -> bool:
+        """Two paths of one phase that a uniform loop exit splits: one thread
+        is still in the loop at a trip where the other already left it (in
+        the same trip of the enclosing loop). Every thread leaves a loop
+        whose exit is uniform at the same trip."""
+        for x, vx, y, vy in ((a, va, b, vb), (b, vb, a, va)):
+            dx = {lp: (k, n) for lp, k, n in vx}
+            for lp, k, n in vy:
+                if k not in ("hrel", "habs") or lp in self.info.divergent_loops or lp.parent is None:
+                    continue
+                mine = dx.get(lp)
+                O = lp.parent
+                if mine is None or mine[0] != k[1:]:
+                    continue
+                ox, oy = dx.get(O), next(((kk, nn) for l2, kk, nn in vy if l2 is O), None)
+                if ox is None or oy is None or ox[0] != oy[0] or ox[0] == "free" or oy[1] != ox[1] + 1:
+                    continue
+                if mine[1] > n or (mine[1] == n and self._past_exit_test(x, lp)):
+                    return True
+        return False
+
+    def _past_exit_test(self, acc: Access, lp: Loop) -> bool:
+        cfg = self.cfg
+        always = [ex for ex in lp.exits if all(cfg.dominates(ex.branch.block, l) for l in lp.latches)]
+        if len(always) != 1 or len(lp.exits) != 1:
+            return False
+        return cfg.dominates(_inside_succ(always[0].branch, lp), acc.instr.block)
+
     def _may_alias(self, a: Access, b: Access) -> bool:
         if a.root is None or b.root is None:
             return self.k.language != "python"
@@ -865,13 +1155,14 @@ class MemoryFacts:
             return []
         ph = self.phases
         out: list[Race] = []
+        self._found: set = set()
         # TL201: plain accesses, per phase; pairs of two warps against the
         # workgroup phases, pairs of one warp against the warp phases.
         levels = [("workgroup", False if ph.has_warp_sync else None)]
         if ph.has_warp_sync:
             levels.append(("warp", True))
         for level, same_warp in levels:
-            cands: dict[tuple, None] = {}
+            cands: dict[tuple, bool] = {}
             for start in ph.starts(level):
                 reached = ph.phase(start, level)
                 items = [(a, v) for a, vs in reached.items() if a.kind != "copy" for v in vs]
@@ -882,18 +1173,21 @@ class MemoryFacts:
                             continue
                         if not self._may_alias(a, b):
                             continue
+                        if self._infeasible(a, va, b, vb):
+                            continue
                         key = _normalize(a, va, b, vb)
                         if a is b:
                             alt = _normalize(b, vb, a, va)
                             if repr(_vec_repr(alt[3])) < repr(_vec_repr(key[3])):
                                 key = alt
-                        cands[key] = None
-            out += self._solve_pairs(list(cands), "TL201", same_warp=same_warp)
+                        cands[key] = False
+            out += self._solve_pairs(cands, "TL201", same_warp=same_warp)
         # TL204: every access against the copies pending in its phase
         copies = [a for a in self.shared if a.kind == "copy"]
         if copies:
-            cands2: dict[tuple, PendingWalk | None] = {}
+            cands2: dict[tuple, bool] = {}
             walks = {c: ph.copy_walk(c) for c in copies}
+            # the phase a copy is issued in: anything in it, before or after the copy
             for start in ph.starts("workgroup"):
                 reached = ph.phase(start, "workgroup")
                 for c, vcs in reached.items():
@@ -904,11 +1198,9 @@ class MemoryFacts:
                             if not self._may_alias(c, x):
                                 continue
                             for vx in vxs:
-                                if x is c and vx == vc:
-                                    key = _normalize(c, vc, x, vx)
-                                else:
-                                    key = _normalize(c, vc, x, vx)
-                                cands2.setdefault(key, walks[c])
+                                if not self._infeasible(c, vc, x, vx):
+                                    cands2[_normalize(c, vc, x, vx)] = False
+            # the phases it stays pending in: what comes after it there
             for c, w in walks.items():
                 for bar, wv in w.bars:
                     reached = ph.phase(bar, "workgroup")
@@ -916,96 +1208,601 @@ class MemoryFacts:
                         if not self._may_alias(c, x):
                             continue
                         for vx in vxs:
-                            key = _normalize(c, ph.vec0(c.instr.block), x, compose(wv, vx))
-                            cands2.setdefault(key, w)
-            out += self._solve_pairs(list(cands2), "TL204", walks=walks)
+                            cx = compose(wv, vx)
+                            if self._infeasible(c, ph.vec0(c.instr.block), x, cx):
+                                continue
+                            key = _normalize(c, ph.vec0(c.instr.block), x, cx)
+                            cands2.setdefault(key, True)
+            out += self._solve_pairs(cands2, "TL204", walks=walks)
             # the copying thread's own accesses before the wait that retires the copy
-            own: dict[tuple, None] = {}
+            own: dict[tuple, bool] = {}
             for c, w in walks.items():
                 for x, vx in w.own:
                     if not self._may_alias(c, x):
                         continue
-                    own[_normalize(c, ph.vec0(c.instr.block), x, vx)] = None
-            out += self._solve_pairs(list(own), "TL204", walks=walks, same_thread=True)
+                    own[_normalize(c, ph.vec0(c.instr.block), x, vx)] = True
+            out += self._solve_pairs(own, "TL204", walks=walks, same_thread=True)
         return out
 
     # -- solving pairs ------------------------------------------------------------------
-    def _solve_pairs(self, pairs: list[tuple], code: str, same_warp: bool | None = None,
+    def _solve_pairs(self, pairs: dict[tuple, bool], code: str, same_warp: bool | None = None,
                      walks: dict | None = None, same_thread: bool = False) -> list[Race]:  # fmt: skip
         """Group the pairs by their first access and solve each group with
-        one disjunction, peeling off the partners each model satisfies."""
-        if len(pairs) > MAX_PAIRS:
+        one disjunction, peeling off the partners each model satisfies.
+        ``pairs`` maps each pair to whether its second access is known to
+        come after the first (found by walking on from it)."""
+        items = list(pairs.items())
+        if len(items) > MAX_PAIRS:
             self.truncated = True
-            pairs = pairs[:MAX_PAIRS]
-        STATS["pairs"] += len(pairs)
+            items = items[:MAX_PAIRS]
+        STATS["pairs"] += len(items)
         groups: dict[tuple, list[tuple]] = defaultdict(list)
-        for a, va, b, vb in pairs:
-            groups[(a, va)].append((b, vb))
+        for (a, va, b, vb), after in items:
+            groups[(a, va)].append((b, vb, after))
         out: list[Race] = []
         for (a, va), partners in groups.items():
             out += self._solve_group(a, va, partners, code, same_warp, walks, same_thread)
         return out
 
+    def _direction(self, a: Access, va: Vec, b: Access, vb: Vec, after: bool) -> bool | None:
+        """Whether ``b`` comes after ``a`` in program order, when the trip
+        relations decide it (None: a ``free`` trip leaves it open)."""
+        if after:
+            return True
+        da = {lp: (k, n) for lp, k, n in va if k[0] != "h"}
+        for lp, k, n in vb:
+            if lp not in da or k[0] == "h":
+                continue
+            ka, na = da[lp]
+            if "free" in k or "free" in ka or k.lstrip("x") != ka.lstrip("x"):
+                return None
+            if n != na:
+                return n > na
+            if k != ka:
+                return k[0] == "x"  # the one that left the loop comes after
+        return self.program_after(a, b) if a is not b else None
+
+    def _line_key(self, acc: Access):
+        ins = acc.instr
+        return ins.origin.outermost().line if ins.origin is not None else ("instr", ins.id, id(ins))
+
+    def _known(self, code: str, a: Access, b: Access, direction: bool | None) -> bool:
+        ka, kb = self._line_key(a), self._line_key(b)
+        if direction is True:
+            return (code, kb, ka) in self._found
+        if direction is False:
+            return (code, ka, kb) in self._found
+        return (code, kb, ka) in self._found and (code, ka, kb) in self._found
+
     def _solve_group(self, a: Access, va: Vec, partners: list, code: str, same_warp, walks, same_thread) -> list[Race]:
         z3 = smt.z3mod()
+        partners = [(b, vb, af) for b, vb, af in partners
+                    if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
+        if not partners:
+            return []
+        after_of = {(id(b), _vec_repr(vb)): af for b, vb, af in partners}
+        kept, hints = self._concrete_filter(a, va, [(b, vb) for b, vb, _af in partners], same_warp, same_thread)
+        # collisions the concrete pass saw exactly (no loop, every deciding
+        # branch known per thread): the two threads are the witness
+        out: list[Race] = []
+        rest = []
+        for b, vb in kept:
+            h = hints.get(id(b), {}).get(_vec_repr(vb))
+            if h is not None and h[2]:
+                self._kind_vec = vb if a.kind == "copy" else None
+                r = self._direct_race(a, b, h, code, walks, same_thread)
+                out.append(r)
+                self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
+            else:
+                rest.append((b, vb))
+        kept = rest
+        if not kept:
+            return out
         try:
             q = _Query(self)
             ta = q.trip_exprs(a, va, "a")
             fa = q.footprint(a, 0, ta)
-            base = q.conditions(a, 0, ta)
+            bounds_a = q.in_bounds(a, 0, ta, fa)
+            base = q.conditions(a, 0, ta, va) + bounds_a
             wr = q.warp_rel(same_warp) if not same_thread else None
             if wr is not None:
                 base.append(wr)
             items = []
             t1 = 0 if same_thread else 1
-            for j, (b, vb) in enumerate(partners):
+            for j, (b, vb) in enumerate(kept):
                 if same_thread and b is a and all(k == "rel" and n == 0 for _, k, n in vb):
                     continue  # the same dynamic instance
                 tb = q.trip_exprs(b, vb, f"b{j}")
                 fb = q.footprint(b, t1, tb)
-                cond = q.conditions(b, t1, tb)
-                if same_thread:
-                    cond.append(self._later_expr(q, a, ta, b, tb))
-                ov = q.overlap(fa, fb)
-                items.append((b, vb, tb, fb, z3.And(*(cond + [ov]))))
+                cond = q.conditions(b, t1, tb, vb)
+                ov = [q.overlap(fa, fb)] + q.in_bounds(b, t1, tb, fb)
+                if same_thread or after_of.get((id(b), _vec_repr(vb))):
+                    ov.append(self._later_expr(q, a, ta, b, tb))
+                items.append((b, vb, tb, fb, z3.And(*(cond + ov)), z3.And(*ov)))
         except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
             log.debug("memory: encoding failed for %s: %r", _text(a.instr), e, exc_info=True)
-            return [self._race(a, None, b, None, code, None, "unknown", walks, same_thread, None,
-                               reason=f"the solver could not encode it ({type(e).__name__})")
-                    for b, _vb in partners[:1]]  # fmt: skip
-        out: list[Race] = []
-        remaining = items
+            return out + [self._race(a, None, b, None, code, None, "unknown", walks, same_thread, None,
+                                     reason=f"the solver could not encode it ({type(e).__name__})")
+                          for b, _vb in kept[:1]]  # fmt: skip
+
+        def record(it, status, model):
+            self._kind_vec = it[1] if a.kind == "copy" else None
+            r = self._race(a, ta, it[0], it[2], code, q, status, walks, same_thread, model, fa=fa, fb=it[3])
+            if status == "sat" and model is not None and code == "TL201" and it[0] is not a:
+                r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
+            out.append(r)
+            self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
+
+        def skip(it) -> bool:
+            return self._known(code, a, it[0], self._direction(a, va, it[0], it[1],
+                                                                 after_of.get((id(it[0]), _vec_repr(it[1])), False)))
+
+        # first the addresses alone (no paths, no loop exits): most pairs are
+        # told apart there, cheaply, and that proof holds for every path
+        plain = [it for it in items if hints.get(id(it[0]), {}).get(_vec_repr(it[1])) is None]
+        cheap_base = ([wr] if wr is not None else []) + bounds_a
+        survivors: list = []
+        if plain:
+            v = self._solve(q, z3.And(*cheap_base, z3.Or(*[it[5] for it in plain])))
+            if v.status != "unsat":
+                survivors = plain
+        # partners whose collision the concrete pass found: confirm with the threads fixed
+        remaining = []
+        for it in items:
+            h = hints.get(id(it[0]), {}).get(_vec_repr(it[1]))
+            if h is None:
+                if it in survivors:
+                    remaining.append(it)
+                continue
+            if skip(it):
+                continue
+            if not (self._terms_exact(a, h[3]) and self._terms_exact(it[0], h[4])):
+                remaining.append(it)  # a uniform condition may rule those threads out: ask openly
+                continue
+            fixed = [q.enc.linear(0) == h[0]] + ([] if same_thread else [q.enc.linear(1) == h[1]])
+            v = self._solve(q, z3.And(*base, *fixed, it[4]))
+            if v.status == "sat":
+                record(it, "sat", v.model)
+            else:
+                remaining.append(it)
         rounds = 0
         while remaining and rounds < 64:
             rounds += 1
+            remaining = [it for it in remaining if not skip(it)]
+            if not remaining:
+                break
             goal = z3.And(*base, z3.Or(*[it[4] for it in remaining]))
             v = self._solve(q, goal)
             if v.status == "unsat":
                 break
             if v.status == "unknown":
-                if len(remaining) > 1:
-                    # ask one by one: only the partners the solver cannot clear stay
-                    nxt = []
-                    for it in remaining:
-                        v1 = self._solve(q, z3.And(*base, it[4]))
-                        if v1.status == "sat":
-                            out.append(self._race(a, ta, it[0], it[2], code, q, "sat", walks, same_thread, v1.model,
-                                                  fa=fa, fb=it[3]))  # fmt: skip
-                        elif v1.status == "unknown":
-                            out.append(self._race(a, ta, it[0], it[2], code, q, "unknown", walks, same_thread, None))
-                    remaining = nxt
-                    break
-                it = remaining[0]
-                out.append(self._race(a, ta, it[0], it[2], code, q, "unknown", walks, same_thread, None))
+                # ask one by one: only the partners the solver cannot clear stay
+                for it in remaining:
+                    if skip(it):
+                        continue
+                    v1 = self._solve(q, z3.And(*base, it[4])) if len(remaining) > 1 else v
+                    if v1.status == "sat":
+                        record(it, "sat", v1.model)
+                    elif v1.status == "unknown":
+                        record(it, "unknown", None)
                 break
             m = v.model
             hit = [it for it in remaining if z3.is_true(m.eval(it[4], model_completion=True))]
             if not hit:
                 hit = remaining[:1]
             for it in hit:
-                out.append(self._race(a, ta, it[0], it[2], code, q, "sat", walks, same_thread, m, fa=fa, fb=it[3]))
+                record(it, "sat", m)
             remaining = [it for it in remaining if it not in hit]
         return out
+
+    def _direct_race(self, a: Access, b: Access, hint, code: str, walks, same_thread) -> Race:
+        """A race the concrete pass proved: threads ``hint[0]`` and ``hint[1]``
+        run both accesses (no loop around them, every deciding branch known)."""
+        h0, h1, _exact, ca, cb = hint
+        tra, trb = self._q0_trips(ca) or {}, self._q0_trips(cb) or {}
+        later, other = (b, a) if self._after(b, trb, a, tra) else (a, b)
+        copy = a if a.kind == "copy" else (b if b.kind == "copy" else None)
+        kind = self._kind(code, later, other, copy, same_thread, walks)
+        ev = self._evaluator(ca)
+        bx, by, _bz = self.k.launch.block
+
+        def tid(i):
+            return (i % bx, (i // bx) % by, i // (bx * by))
+
+        threads = [tid(h0)] if same_thread else [tid(h0), tid(h1)]
+        w: dict[str, Any] = {"threads": threads, "block": tuple(self.k.launch.block), "inputs": {},
+                             "buffer": pretty_buffer(a.root or b.root)}  # fmt: skip
+        try:
+            sa, c = _addr_terms(ev, a)
+            cs = c if isinstance(c, list) else [c] * ev.n
+            if self.k.language == "python":
+                w["offset"] = cs[h0]
+                w["element"] = cs[h0] // max(1, a.elem)
+            elif a.base is not None:
+                sb, cbase = ev.ev(a.base)
+                if sb == sa and isinstance(cbase, int):
+                    w["offset"] = cs[h0] - cbase
+        except _Unknown:
+            pass
+        trips = {}
+        for label, tr in (("first", tra), ("second", trb)):
+            if tr:
+                trips[label] = {f"loop@{_line_block(lp.header)}": v for lp, v in tr.items()}
+        if trips:
+            w["trips"] = trips
+        same_value = False
+        if code == "TL201" and a.instr.op is O.STORE and b.instr.op is O.STORE and len(a.instr.args) > 1:
+            try:
+                ea, eb = ev, self._evaluator(cb)
+                xa, xb = ea.ev(a.instr.args[1]), eb.ev(b.instr.args[1])
+                va_ = xa[1][h0] if isinstance(xa[1], list) else xa[1]
+                vb_ = xb[1][h1] if isinstance(xb[1], list) else xb[1]
+                same_value = xa[0] == xb[0] and va_ == vb_ and not is_float(a.instr.args[1].type)
+            except _Unknown:
+                pass
+        w["description"] = self._describe(w, a, b, same_thread)
+        walk = walks.get(copy) if (walks and copy is not None) else None
+        return Race(code, kind, later, other, copy, same_thread, same_value, w, "sat", "", walk)
+
+    def _prefer_same_trip(self, q: _Query, a: Access, ta: dict, it, base, r: Race, fa, walks, same_thread):
+        """A race whose model puts the two accesses at different trips of a
+        loop they share: when they can also meet at one trip, point where
+        that trip's program order says (the read of a write-then-read)."""
+        z3 = q.z3
+        tb = it[2]
+        common = [lp for lp in ta if lp in tb]
+        if not common:
+            return None
+        m = r.model
+        if m is not None and all(_val(m, ta[lp]) == _val(m, tb[lp]) for lp in common):
+            return None
+        eq = [ta[lp] == tb[lp] for lp in common]
+        try:
+            v = self._solve(q, z3.And(*base, it[4], *eq))
+        except Exception:  # noqa: BLE001
+            return None
+        if v.status != "sat":
+            return None
+        return self._race(a, ta, it[0], tb, r.code, q, "sat", walks, same_thread, v.model, fa=fa, fb=it[3])
+
+    def _evaluator(self, ctx: tuple) -> _ThreadEval | None:
+        block = self.k.launch.block
+        if block is None or block[0] * block[1] * block[2] > 1024:
+            return None
+        key = tuple((id(lp),) + r for lp, r in ctx)
+        ev = self._evals.get(key)
+        if ev is None:
+            ev = self._evals[key] = _ThreadEval(self, block, self.info, dict(ctx))
+        return ev
+
+    def _combos(self, va: Vec, vb: Vec, limit: int = 64):
+        """The assignments of trip residues to enumerate for a pair: one per
+        shared anchor (``rel``) and one per side for each ``free`` trip.
+        Yields (ctx of a, ctx of b); None when there are too many."""
+        P = self.period
+        shared = sorted({id(lp): lp for lp, k, _n in list(va) + list(vb) if k in ("rel", "xrel")}.items())
+        frees = [("a", lp) for lp, k, _n in va if k in ("free", "xfree")] + \
+            [("b", lp) for lp, k, _n in vb if k in ("free", "xfree")]  # fmt: skip
+        n = len(shared) + len(frees)
+        if P ** n > limit:
+            return None
+        import itertools
+
+        out = []
+        for rs in itertools.product(range(P), repeat=n):
+            rel = {lp: rs[i] for i, (_id, lp) in enumerate(shared)}
+            fr = {(side, lp): rs[len(shared) + i] for i, (side, lp) in enumerate(frees)}
+
+            def ctx(vec, side):
+                items = []
+                for lp, k, m in vec:
+                    if k[0] == "h":
+                        continue
+                    x = "x" if k[0] == "x" else ""
+                    if k in ("rel", "xrel"):
+                        items.append((lp, (x + "rel", m, rel[lp])))
+                    elif k in ("abs", "xabs"):
+                        items.append((lp, (x + "abs", m)))
+                    else:
+                        items.append((lp, (x + "free", fr[(side, lp)], side)))
+                return tuple(items)
+
+            out.append((ctx(va, "a"), ctx(vb, "b")))
+        return out
+
+    def _terms(self, acc: Access, ctx: tuple):
+        """(sym, offsets per thread, active per thread, modulus) or None."""
+        if acc.fragment is not None:
+            return None
+        ev = self._evaluator(ctx)
+        if ev is None:
+            return None
+        try:
+            s, c = _addr_terms(ev, acc)
+        except _Unknown:
+            return None
+        except Exception:  # noqa: BLE001
+            log.debug("memory: concrete evaluation failed", exc_info=True)
+            return None
+        act, exact = ev.activity(acc.instr.block)
+        mod = None
+        if self.k.language != "python" and acc.addr is not None and acc.addr.type not in ("ptr",):
+            mod = 1 << max(8, type_bits(acc.addr.type))
+        cs = c if isinstance(c, list) else [c] * ev.n
+        return s, cs, act, mod, exact
+
+    def _bytemap(self, a: Access, va: tuple, ta, mode):
+        """byte (or word) -> the threads of ``a`` touching it, for ``mode``:
+        "any" (min, max thread), "warps" ((warp, thread) min and max),
+        "samewarp" keyed by (unit, warp)."""
+        key = (a, tuple((id(lp),) + r for lp, r in va), mode)
+        got = self._bytemaps.get(key)
+        if got is not None:
+            return got
+        s, cs, act, mod = ta[:4]
+        words = all(x % 4 == 0 for x in cs) and a.width % 4 == 0
+        unit = 4 if words else 1
+        n_units = max(1, a.width // unit)
+        m: dict = {}
+        for t, base in enumerate(cs):
+            if act is not None and not act[t]:
+                continue
+            for j in range(n_units):
+                u = base + j * unit
+                if mod:
+                    u %= mod
+                u //= unit
+                if mode == "samewarp":
+                    k = (u, t // 32)
+                    lo_hi = m.get(k)
+                    m[k] = (t, t) if lo_hi is None else (min(lo_hi[0], t), max(lo_hi[1], t))
+                elif mode == "warps":
+                    w = (t // 32, t)
+                    lo_hi = m.get(u)
+                    m[u] = (w, w) if lo_hi is None else (min(lo_hi[0], w), max(lo_hi[1], w))
+                else:
+                    lo_hi = m.get(u)
+                    m[u] = (t, t) if lo_hi is None else (min(lo_hi[0], t), max(lo_hi[1], t))
+        got = (m, unit)
+        self._bytemaps[key] = got
+        return got
+
+    def _concrete_filter(self, a: Access, va: Vec, partners: list, same_warp, same_thread):
+        """Drop the partners no two threads of the launch can collide with at
+        any trip (every thread evaluated, each trip residue enumerated); hint
+        a colliding pair of threads for the others."""
+        hints: dict[int, dict] = {}
+        if self.k.launch.block is None or a.fragment is not None:
+            return partners, hints
+        keep = []
+        for b, vb in partners:
+            combos = self._combos(va, vb)
+            verdict = "clear" if combos is not None else "keep"
+            hit = None
+            for ca, cb in combos or ():
+                if hit is not None and hit[2]:
+                    break
+                ta = self._terms(a, ca)
+                tb = self._terms(b, cb)
+                if ta is None or tb is None or tb[3] != ta[3]:
+                    verdict = "keep"
+                    break
+                if tb[0] != ta[0]:
+                    # the two addresses differ by C * Q, Q >= 0 a trip quotient
+                    if self._residues_apart(a, ta, b, tb, same_warp, same_thread):
+                        continue
+                    verdict = "keep"
+                    break
+                h = self._collide(a, ca, ta, b, tb, same_warp, same_thread)
+                if h is not None:
+                    exact = ta[4] and tb[4] and self._q0_trips(ca) is not None and self._q0_trips(cb) is not None
+                    if hit is None or exact:
+                        verdict, hit = "hit", (h[0], h[1], exact, ca, cb)
+            if verdict == "clear":
+                self.concrete_cleared += 1
+                continue
+            keep.append((b, vb))
+            if hit is not None:
+                hints.setdefault(id(b), {})[_vec_repr(vb)] = hit
+        return keep, hints
+
+    def const_trips(self, lp: Loop) -> int | None:
+        """The trip count of a loop with a constant start, step and bound."""
+        got = self._const_trips.get(lp)
+        if got is not None or lp in self._const_trips:
+            return got
+        count = None
+        cfg = self.cfg
+        always = [ex for ex in lp.exits if all(cfg.dominates(ex.branch.block, l) for l in lp.latches)]
+        if len(always) == 1 and len(lp.exits) == 1:
+            ex = always[0]
+            iv = ex.iv
+            cv = _const_int(ex.bound) if ex.bound is not None else None
+            st = _const_int(iv.start) if iv is not None else None
+            d = ex.cond.defn
+            if iv is not None and cv is not None and st is not None and d is not None and d.op is O.CMP:
+                swapped = d.args[0] is ex.bound or _const_int(d.args[0]) is not None and d.args[1] in (iv.phi, iv.next)
+                for trip in range(0, 257):
+                    x = st + iv.step * (trip + (1 if ex.uses_next else 0))
+                    a0, b0 = (cv, x) if swapped else (x, cv)
+                    c = {"lt": a0 < b0, "le": a0 <= b0, "gt": a0 > b0, "ge": a0 >= b0, "eq": a0 == b0,
+                         "ne": a0 != b0, "lo": a0 < b0, "ls": a0 <= b0, "hi": a0 > b0,
+                         "hs": a0 >= b0}.get(d.attrs.get("cmp", ""))  # fmt: skip
+                    if c is None:
+                        break
+                    if bool(c) == ex.exits_when:
+                        # leaves at this trip: header tests run `trip` bodies, latch tests `trip + 1`
+                        count = trip + (1 if ex.uses_next else 0)
+                        break
+        self._const_trips[lp] = count
+        return count
+
+    def _q0_trips(self, ctx) -> dict | None:
+        """The trips of a concrete-pass context with every quotient Q = 0, when
+        each is a trip its (constant-count) loop really runs; else None."""
+        out = {}
+        for lp, r in ctx:
+            kind = r[0]
+            if kind[0] in "xh":
+                return None
+            n = self.const_trips(lp)
+            trip = r[2] + r[1] if kind == "rel" else (r[1] if kind == "abs" else r[1])
+            if n is None or not 0 <= trip < n:
+                return None
+            out[lp] = trip
+        return out
+
+    def _terms_exact(self, acc: Access, ctx) -> bool:
+        t = self._terms(acc, ctx)
+        return bool(t and t[4])
+
+    def _residues_apart(self, a, ta, b, tb, same_warp, same_thread) -> bool:
+        """Whether ``a + C*Q`` (or ``b + C*Q``) can meet the other access for no
+        Q >= 0 and no two threads: bytes compared by their residue mod C (and
+        by order when addresses do not wrap)."""
+        diff = _sadd(ta[0], tb[0], -1)
+        if len(diff) != 1:
+            return False
+        (atom, C), = diff
+        if not (isinstance(atom, tuple) and atom and atom[0] == "Q"):
+            return False
+        mod = ta[3]
+        # which side carries + |C| * Q
+        hi, lo = (ta, tb) if C > 0 else (tb, ta)
+        wh, wl = (a.width, b.width) if C > 0 else (b.width, a.width)
+        C = abs(C)
+        if mod is not None and mod % C:
+            return False
+        _sh, ch, acth, _m = hi[:4]
+        _sl, cl, actl, _m2 = lo[:4]
+        # for each residue class: the smallest byte of the "hi" side, with its thread
+        best: dict[int, list] = {}
+        for t, base in enumerate(ch):
+            if acth is not None and not acth[t]:
+                continue
+            for j in range(wh):
+                u = base + j
+                if mod:
+                    u %= mod
+                r = u % C
+                cur = best.get(r)
+                if cur is None:
+                    best[r] = [(u, t)]
+                elif len(cur) < 2 and all(t2 != t for _u, t2 in cur):
+                    cur.append((u, t))
+                    cur.sort()
+                elif cur and u < cur[0][0]:
+                    cur.insert(0, (u, t))
+                    del cur[2:]
+        for t, base in enumerate(cl):
+            if actl is not None and not actl[t]:
+                continue
+            for j in range(wl):
+                u = base + j
+                if mod:
+                    u %= mod
+                for (v, th) in best.get(u % C, ()):
+                    if mod is None and v > u:
+                        continue  # C * Q >= 0 cannot bring it down
+                    if same_thread:
+                        if th == t:
+                            return False
+                        continue
+                    if th == t:
+                        continue
+                    if same_warp is True and th // 32 != t // 32:
+                        continue
+                    if same_warp is False and th // 32 == t // 32:
+                        continue
+                    return False
+        return True
+
+    def _collide(self, a, va, ta, b, tb, same_warp, same_thread):
+        _s, ca, acta, mod = ta[:4]
+        _s2, cb, actb, _m = tb[:4]
+        if same_thread:
+            for t in range(len(ca)):
+                if (acta is not None and not acta[t]) or (actb is not None and not actb[t]):
+                    continue
+                x, y = ca[t], cb[t]
+                d = (y - x) % mod if mod else y - x
+                e = (x - y) % mod if mod else x - y
+                if 0 <= d < a.width or 0 <= e < b.width:
+                    return (t, t)
+            return None
+        mode = "samewarp" if same_warp is True else "warps" if same_warp is False else "any"
+        m, unit = self._bytemap(a, va, ta, mode)
+        words = unit == 4 and all(x % 4 == 0 for x in cb) and b.width % 4 == 0
+        if unit == 4 and not words:
+            # mixed granularity: compare bytes
+            m, unit = self._bytemap_bytes(a, va, ta, mode)
+        n_units = max(1, b.width // unit)
+        for t, base in enumerate(cb):
+            if actb is not None and not actb[t]:
+                continue
+            for j in range(n_units):
+                u = base + j * unit
+                if mod:
+                    u %= mod
+                u //= unit
+                if mode == "samewarp":
+                    lo_hi = m.get((u, t // 32))
+                    if lo_hi is None:
+                        continue
+                    if lo_hi[0] != t:
+                        return (lo_hi[0], t)
+                    if lo_hi[1] != t:
+                        return (lo_hi[1], t)
+                elif mode == "warps":
+                    lo_hi = m.get(u)
+                    if lo_hi is None:
+                        continue
+                    w = t // 32
+                    if lo_hi[0][0] != w:
+                        return (lo_hi[0][1], t)
+                    if lo_hi[1][0] != w:
+                        return (lo_hi[1][1], t)
+                else:
+                    lo_hi = m.get(u)
+                    if lo_hi is None:
+                        continue
+                    if lo_hi[0] != t:
+                        return (lo_hi[0], t)
+                    if lo_hi[1] != t:
+                        return (lo_hi[1], t)
+        return None
+
+    def _bytemap_bytes(self, a, va, ta, mode):
+        key = (a, tuple((id(lp),) + r for lp, r in va), mode, "bytes")
+        got = self._bytemaps.get(key)
+        if got is not None:
+            return got
+        s, cs, act, mod = ta[:4]
+        fake = (s, cs, act, mod)
+        saved = a.width
+        m: dict = {}
+        for t, base in enumerate(cs):
+            if act is not None and not act[t]:
+                continue
+            for j in range(saved):
+                u = base + j
+                if mod:
+                    u %= mod
+                if mode == "samewarp":
+                    k = (u, t // 32)
+                    lo_hi = m.get(k)
+                    m[k] = (t, t) if lo_hi is None else (min(lo_hi[0], t), max(lo_hi[1], t))
+                elif mode == "warps":
+                    w = (t // 32, t)
+                    lo_hi = m.get(u)
+                    m[u] = (w, w) if lo_hi is None else (min(lo_hi[0], w), max(lo_hi[1], w))
+                else:
+                    lo_hi = m.get(u)
+                    m[u] = (t, t) if lo_hi is None else (min(lo_hi[0], t), max(lo_hi[1], t))
+        del fake
+        got = (m, 1)
+        self._bytemaps[key] = got
+        return got
 
     def _solve(self, q: _Query, goal) -> smt.Verdict:
         self.queries += 1
@@ -1016,15 +1813,59 @@ class MemoryFacts:
         return v
 
     def _later_expr(self, q: _Query, a: Access, ta: dict, b: Access, tb: dict):
-        """``b`` (same thread) runs after ``a`` in program order."""
+        """``b`` runs after ``a`` in one thread's program order."""
         z3 = q.z3
-        common = [lp for lp in q.mf.phases.loops(a.instr.block) if lp in tb]
-        static_after = _static_key(b) > _static_key(a)
-        expr = z3.BoolVal(static_after)
-        for lp in reversed(common):
+        la, lb = set(self.phases.loops(a.instr.block)), set(self.phases.loops(b.instr.block))
+        keys = [lp for lp in self.cfg.loops if lp in ta and lp in tb and (lp in la or lp in lb)]
+        keys.sort(key=lambda lp: lp.depth)
+        expr = z3.BoolVal(self.program_after(a, b))
+        for lp in reversed(keys):
             x, y = ta[lp], tb[lp]
             expr = z3.Or(y > x, z3.And(y == x, expr))
         return expr
+
+    def _after(self, b: Access, tb: dict, a: Access, ta: dict) -> bool:
+        """Whether ``b`` at trips ``tb`` runs after ``a`` at ``ta``."""
+        keys = [lp for lp in self.cfg.loops if lp in ta and lp in tb]
+        keys.sort(key=lambda lp: lp.depth)
+        for lp in keys:
+            x, y = ta[lp], tb[lp]
+            if isinstance(x, int) and isinstance(y, int) and x != y:
+                return y > x
+        return self.program_after(a, b) if a is not b else True
+
+    def program_after(self, a: Access, b: Access) -> bool:
+        """Whether ``b`` comes after ``a`` at the same trips of the loops
+        around both: by the forward edges of the CFG (each loop around one of
+        them but not the other taken as a whole), else by the source line."""
+        if a.instr.block is b.instr.block:
+            blk = a.instr.block.instrs
+            return blk.index(b.instr) > blk.index(a.instr)
+        cfg = self.cfg
+        la, lb = cfg.loops_around(a.instr.block), cfg.loops_around(b.instr.block)
+        xa = next((lp.header for lp in reversed(la) if lp not in lb), a.instr.block)
+        xb = next((lp.header for lp in reversed(lb) if lp not in la), b.instr.block)
+        if xa is not xb:
+            if self._fwd_reaches(xa, xb):
+                return True
+            if self._fwd_reaches(xb, xa):
+                return False
+        return _static_key(b) > _static_key(a)
+
+    def _fwd_reaches(self, x: Block, y: Block) -> bool:
+        got = self._fwd.get(x)
+        if got is None:
+            order = self.cfg.order
+            seen = {x}
+            stack = [x]
+            while stack:
+                z = stack.pop()
+                for s2 in z.succs:
+                    if order.get(s2, -1) > order.get(z, -1) and s2 not in seen:
+                        seen.add(s2)
+                        stack.append(s2)
+            got = self._fwd[x] = seen
+        return y in got
 
     # -- building findings ----------------------------------------------------------------
     def _race(self, a: Access, ta, b: Access, tb, code: str, q: _Query | None, status: str, walks,
@@ -1034,9 +1875,9 @@ class MemoryFacts:
         if model is not None and ta is not None and tb is not None:
             trips_a = {lp: _val(model, e) for lp, e in ta.items()}
             trips_b = {lp: _val(model, e) for lp, e in tb.items()}
-            if not _after(b, trips_b, a, trips_a):
+            if not self._after(b, trips_b, a, trips_a):
                 later, other = a, b
-        elif _static_key(a) > _static_key(b):
+        elif not self.program_after(a, b):
             later, other = a, b
         copy = a if a.kind == "copy" else (b if b.kind == "copy" else None)
         kind = self._kind(code, later, other, copy, same_thread, walks)
@@ -1047,7 +1888,7 @@ class MemoryFacts:
             witness = self._witness(q, model, a, trips_a, b, trips_b, fa, same_thread)
             if code == "TL201" and a.kind == "write" and b.kind == "write" and fa is not None and fb is not None:
                 same_value = self._same_value(q, a, ta, b, tb, fa, fb)
-        return Race(code, kind, later, other, copy, same_thread, same_value, witness, status, reason, walk)
+        return Race(code, kind, later, other, copy, same_thread, same_value, witness, status, reason, walk, model)
 
     def _kind(self, code, later: Access, other: Access, copy, same_thread, walks) -> str:
         if code == "TL201":
@@ -1064,6 +1905,10 @@ class MemoryFacts:
             return "write-over-inflight"
         w = walks.get(copy) if walks else None
         if same_thread or w is None or not w.retiring:
+            return "read-before-wait"
+        # met on the copying thread's own path before the retiring wait
+        vx = self._kind_vec
+        if vx is not None and any(acc is x and _vec_repr(v) == _vec_repr(vx) for acc, v in w.own):
             return "read-before-wait"
         return "read-before-barrier"
 
@@ -1152,16 +1997,70 @@ class MemoryFacts:
                 self.seconds += time.perf_counter() - t0
         return self._oob
 
+    def _oob_concrete(self, acc: Access):
+        """"clear" when every thread stays in bounds at every trip residue,
+        a thread (int) that leaves them, or None (cannot tell)."""
+        buf = acc.buffer
+        block = self.k.launch.block
+        if block is None or buf is None or acc.fragment is not None:
+            return None
+        loops = self.phases.loops(acc.instr.block)
+        P = self.period
+        if P ** len(loops) > 64:
+            return None
+        import itertools
+
+        python = self.k.language == "python" and acc.index is not None and len(acc.index) == len(buf.shape) \
+            and all(buf.shape)  # fmt: skip
+        for rs in itertools.product(range(P), repeat=len(loops)):
+            ctx = tuple((lp, ("free", r, "o")) for lp, r in zip(loops, rs))
+            ev = self._evaluator(ctx)
+            if ev is None:
+                return None
+            try:
+                act = ev.active(acc.instr.block)
+                if python:
+                    for x, dim in zip(acc.index, buf.shape):
+                        sy, c = ev.ev(x)
+                        if sy:
+                            return None
+                        cs = c if isinstance(c, list) else [c] * ev.n
+                        for t, i in enumerate(cs):
+                            if (act is None or act[t]) and not -dim <= i < dim:
+                                return t
+                    continue
+                if acc.base is None or buf.bytes is None:
+                    return None
+                sy, c = ev.ev(acc.addr)
+                sb, cb = ev.ev(acc.base)
+            except _Unknown:
+                return None
+            if _sadd(sy, sb, -1):
+                return None
+            mod = 1 << max(8, type_bits(acc.addr.type)) if acc.addr.type != "ptr" else 1 << 64
+            cs = c if isinstance(c, list) else [c] * ev.n
+            base_c = cb if isinstance(cb, int) else None
+            if base_c is None:
+                return None
+            for t, x in enumerate(cs):
+                if act is not None and not act[t]:
+                    continue
+                off = (x - base_c) % mod
+                if off + acc.width > buf.bytes:
+                    return t
+        return "clear"
+
     def assumed_launch(self) -> str:
         lb = self.k.launch
         if lb.block is not None:
             return ""
         if lb.reqntid:
             return f"a block of {'x'.join(str(x) for x in lb.reqntid)} threads (.reqntid)"
+        flat = "" if ("y" in self.tid_dims or "z" in self.tid_dims) else ", one-dimensional as the kernel reads only tid.x"
         if lb.max_threads:
             src = ".maxntid" if lb.maxntid else (lb.source or "the configured bounds")
-            return f"a block of at most {lb.max_threads} threads ({src})"
-        return "any block of at most 1024 threads (no launch shape given)"
+            return f"a block of at most {lb.max_threads} threads ({src}{flat})"
+        return f"any block of at most 1024 threads (no launch shape given{flat})"
 
     def _find_oob(self) -> list[OutOfBounds]:
         z3 = smt.z3mod()
@@ -1169,6 +2068,10 @@ class MemoryFacts:
         for acc in self.accesses:
             buf = acc.buffer
             if buf is None or buf.dynamic:
+                continue
+            conc = self._oob_concrete(acc)
+            if conc == "clear":
+                self.concrete_cleared += 1
                 continue
             try:
                 q = _Query(self)
@@ -1181,7 +2084,7 @@ class MemoryFacts:
                     terms = []
                     idx_vals = []
                     for x, dim in zip(acc.index, buf.shape):
-                        e = q.enc.fit(q.enc.enc(x, 0), 128, True)
+                        e = q.enc.fit(q.enc.enc(x, 0), 64, True)
                         idx_vals.append(e)
                         terms.append(z3.Or(e < -dim, e >= dim))
                     bad = z3.Or(*terms)
@@ -1190,26 +2093,29 @@ class MemoryFacts:
                     nbytes = buf.bytes
                     if nbytes is None or acc.base is None:
                         continue
-                    W = 128 if python else 64
                     start, width = q.footprint(acc, 0, tr)
-                    base = q.enc.fit(q.enc.enc(acc.base, 0), W, False)
+                    W = start.size()
+                    if python:
+                        base = q.enc.fit(q.enc.enc(acc.base, 0), W, False)
+                    else:
+                        base = q.enc.fit(q.enc._bv(q.enc.enc(acc.base, 0)), W, False)
                     off = start - base
-                    if self.k.language != "python" and acc.addr is not None:
-                        aw = q.enc.enc(acc.addr, 0)
-                        aw = q.enc._bv(aw)
-                        if aw.size() < 64:
-                            # the address wraps in its own width
-                            bw = q.enc.fit(q.enc.enc(acc.base, 0), aw.size(), False)
-                            off = z3.ZeroExt(W - aw.size(), aw - bw)
+                    if not isinstance(width, int):
+                        width = q.enc.fit(width, W)
                     if isinstance(width, int):
-                        if width > nbytes:
-                            bad = z3.BoolVal(True)
-                        else:
-                            bad = z3.UGT(off, nbytes - width)
+                        bad = z3.BoolVal(True) if width > nbytes else z3.UGT(off, nbytes - width)
                     else:
                         bad = z3.Or(z3.UGT(width, nbytes), z3.UGT(off, z3.BitVecVal(nbytes, W) - width))
                     detail_vals = [off]
-                v = self._solve(q, z3.And(*cond, bad))
+                v = None
+                if isinstance(conc, int):
+                    v = self._solve(q, z3.And(*cond, bad, q.enc.linear(0) == conc))
+                    if v.status != "sat":
+                        v = None
+                if v is None and self._solve(q, bad).status == "unsat":
+                    continue  # in bounds whatever the path
+                if v is None:
+                    v = self._solve(q, z3.And(*cond, bad))
             except Exception as e:  # noqa: BLE001
                 log.debug("memory: bounds query failed: %r", e, exc_info=True)
                 continue
@@ -1222,11 +2128,11 @@ class MemoryFacts:
             m = v.model
             vals = [_val(m, e) for e in detail_vals]
             if self.k.language == "python" and acc.index is not None:
-                detail = "index " + ", ".join(str(_signed(x, 128)) for x in vals)
+                detail = "index " + ", ".join(str(_signed(x, 64)) for x in vals)
             else:
                 off_v = vals[0] if isinstance(vals[0], int) else None
                 if off_v is not None:
-                    off_s = _signed(off_v, 64)
+                    off_s = _signed(off_v, detail_vals[0].size())
                     detail = f"byte offset {off_s}" + (f"..{off_s + acc.width - 1}" if acc.width > 1 else "")
                 else:
                     detail = "an offset"
@@ -1263,6 +2169,11 @@ class MemoryFacts:
         return self._conflicts
 
 
+def _inside_succ(branch: Instr, lp: Loop) -> Block:
+    tt, ff = branch.targets()
+    return tt if tt in lp.blocks else ff
+
+
 def _line_block(x) -> int:
     b = x.header if isinstance(x, Loop) else x
     for ins in b.instrs:
@@ -1291,18 +2202,13 @@ def _signed(x, w: int):
 
 
 def _static_key(a: Access) -> tuple:
+    """Program order when the trips agree: the user's line (PTX ``.loc``:
+    a compiler may lay out two sibling branches in either order), then the
+    position in the linted file."""
     ins = a.instr
     sp = ins.span
-    return (sp.line if sp else 0, sp.column if sp else 0, a.order)
-
-
-def _after(b: Access, tb: dict, a: Access, ta: dict) -> bool:
-    """Whether ``b`` at trips ``tb`` runs after ``a`` at ``ta`` in program order."""
-    for lp in reversed(b.instr.block.kernel.cfg().loops_around(b.instr.block)):
-        if lp in ta and lp in tb and isinstance(ta[lp], int) and isinstance(tb[lp], int):
-            if tb[lp] != ta[lp]:
-                return tb[lp] > ta[lp]
-    return _static_key(b) >= _static_key(a)
+    first = ins.origin.outermost().line if ins.origin is not None else (sp.line if sp else 0)
+    return (first, sp.line if sp else 0, sp.column if sp else 0, a.order)
 
 
 # ---------------------------------------------------------------------------
@@ -1313,248 +2219,587 @@ class _Unknown(Exception):
     pass
 
 
-_MASK64 = (1 << 64) - 1
+def _sadd(a: frozenset, b: frozenset, k: int = 1) -> frozenset:
+    """``a + k * b`` for linear combinations of atoms."""
+    if not b:
+        return a
+    d = dict(a)
+    for atom, c in b:
+        n = d.get(atom, 0) + k * c
+        if n:
+            d[atom] = n
+        else:
+            d.pop(atom, None)
+    return frozenset(d.items())
 
 
-class _LaneEval:
-    """Evaluates an integer value for one lane of one warp: a pair
-    ``(sym, c)`` meaning ``sym + c``, where ``sym`` is a structural tag of
-    everything the same across the warp (None: just ``c``)."""
+def _smul(a: frozenset, k: int) -> frozenset:
+    if k == 0:
+        return frozenset()
+    return frozenset((atom, c * k) for atom, c in a)
 
-    def __init__(self, mf: MemoryFacts, block: tuple[int, int, int] | None):
+
+_EMPTY: frozenset = frozenset()
+
+
+class _ThreadEval:
+    """Evaluates integer values for every thread of a block at once.
+
+    A result is ``(sym, c)``: ``sym`` a linear combination of *atoms* (values
+    the same in every thread: parameters, buffer addresses, block indices,
+    the loop-trip anchors ``K``, uniform loads...), ``c`` an int (the same
+    in every thread) or a list with one int per thread. ``ctx`` gives each
+    loop's trip: ``("rel", n)`` = anchor ``K`` + n, ``("abs", n)`` = n,
+    ``("free", 0)`` = unknown. Values it cannot put in that form raise
+    `_Unknown`. Concrete arithmetic wraps at the value's type width (PTX).
+    """
+
+    def __init__(self, mf: MemoryFacts, block: tuple[int, int, int], info, ctx: dict):
         self.mf = mf
         self.k = mf.k
-        self.block = block
         self.cfg = mf.cfg
-        self.uni = mf.warp_info
-        self.memo: dict = {}
-        self.iv: dict[Value, tuple[Loop, Any]] = {}
-        for lp in self.cfg.loops:
-            for iv in lp.ivs:
-                self.iv[iv.phi] = (lp, iv)
+        self.info = info
+        self.ctx = ctx
+        bx, by, bz = block
+        self.n = bx * by * bz
+        self.block = block
+        self.tx = [i % bx for i in range(self.n)]
+        self.ty = [(i // bx) % by for i in range(self.n)]
+        self.tz = [i // (bx * by) for i in range(self.n)]
+        self.lane = [i % 32 for i in range(self.n)]
+        self.python = self.k.language == "python"
+        self.memo: dict[Value, Any] = {}
+        self.iv: dict[Value, tuple[Loop, Any]] = mf.ivs
 
-    def tid(self, lane: int, warp: int) -> tuple[int, int, int] | None:
-        if self.block is None:
-            return None
-        bx, by, bz = self.block
-        lin = warp * 32 + lane
-        if lin >= bx * by * bz:
-            return None
-        return lin % bx, (lin // bx) % by, lin // (bx * by)
+    # helpers ---------------------------------------------------------------------
+    def _bits(self, v: Value) -> int:
+        if self.python or v.type == "ptr":
+            return 128
+        return max(1, type_bits(v.type))
 
-    def ev(self, v: Value, lane: int, warp: int, depth: int = 0):
+    def _wrap_fn(self, v: Value, signed: bool | None = None):
+        bits = self._bits(v)
+        if bits >= 128:
+            return lambda x: x
+        m = (1 << bits) - 1
+        s = is_signed(v.type) if signed is None else signed
+        half = 1 << (bits - 1)
+        if s:
+            return lambda x: ((x & m) ^ half) - half
+        return lambda x: x & m
+
+    def _map(self, f, *cs):
+        if all(isinstance(c, int) for c in cs):
+            return f(*cs)
+        cols = [c if isinstance(c, list) else [c] * self.n for c in cs]
+        return [f(*xs) for xs in zip(*cols)]
+
+    def ctxkey(self, v: Value) -> tuple:
+        d = v.defn
+        if d is None or d.block is None:
+            return ()
+        out = []
+        for lp in self.cfg.loops_around(d.block):
+            r = self.ctx.get(lp)
+            if r is None:
+                if lp in self.info.divergent_loops:
+                    raise _Unknown
+                out.append((id(lp), "exit"))
+            else:
+                out.append((id(lp),) + tuple(r))
+        return tuple(out)
+
+    def trip(self, lp: Loop):
+        """The trip of ``lp`` as (sym, c): ``P*Q + r (+ n)``."""
+        r = self.ctx.get(lp)
+        P = self.mf.period
+        if r is None:
+            return None
+        kind = r[0].lstrip("x")
+        if kind == "abs":
+            return (_EMPTY, r[1])
+        if kind == "rel":
+            _k, n, rr = r
+            return (frozenset({(("Q", id(lp)), P)}), rr + n)
+        _k, rr, side = r
+        return (frozenset({(("Q", id(lp), side), P)}), rr)
+
+    def atom(self, v: Value):
+        return (frozenset({(("v", v.id, self.ctxkey(v)), 1)}), 0)
+
+    # evaluation ------------------------------------------------------------------
+    def ev(self, v: Value):
         v = self.mf.canon(v)
-        key = (v, lane, warp)
-        got = self.memo.get(key)
+        got = self.memo.get(v)
         if got is not None:
+            if got is _UNKNOWN:
+                raise _Unknown
             return got
-        if depth > 200:
+        # iterative over operands, to stay clear of the recursion limit
+        stack = [v]
+        while stack:
+            x = stack[-1]
+            if x in self.memo:
+                stack.pop()
+                continue
+            deps = self._deps(x)
+            todo = [a for a in deps if a not in self.memo]
+            if todo:
+                stack.extend(todo)
+                if len(stack) > 100000:
+                    raise _Unknown
+                continue
+            stack.pop()
+            try:
+                self.memo[x] = self._ev(x)
+            except _Unknown:
+                self.memo[x] = _UNKNOWN
+        got = self.memo[v]
+        if got is _UNKNOWN:
             raise _Unknown
-        r = self._ev(v, lane, warp, depth)
-        self.memo[key] = r
-        return r
+        return got
 
-    def _tag(self, v: Value):
-        return (("v", v.id), 0)
-
-    def _ev(self, v: Value, lane: int, warp: int, depth: int):
+    def _deps(self, v: Value) -> list[Value]:
         d = v.defn
         if d is None:
-            if v not in self.uni.varying:
-                return self._tag(v)
+            return []
+        if d.op in _STRUCT_OPS:
+            return [self.mf.canon(a) for a in d.args]
+        if d.op is O.PHI:
+            hit = self.iv.get(v)
+            if hit is not None:
+                return [self.mf.canon(hit[1].start)]
+            if v in self.info.varying and not (self.cfg.loop_of(d.block) and self.cfg.loop_of(d.block).header is d.block):
+                return [self.mf.canon(a) for a in d.args if self.mf.canon(a) is not v]
+        return []
+
+    def get(self, v: Value):
+        got = self.memo.get(self.mf.canon(v))
+        if got is None or got is _UNKNOWN:
+            raise _Unknown
+        return got
+
+    def _ev(self, v: Value):
+        d = v.defn
+        if d is None:
+            if v not in self.info.varying:
+                return self.atom(v)
             raise _Unknown
         op = d.op
         if op is O.CONST:
             x = d.attrs.get("value")
             if isinstance(x, bool):
-                return (None, int(x))
+                return (_EMPTY, int(x))
             if isinstance(x, int):
-                return (None, x)
+                return (_EMPTY, x)
             raise _Unknown
         if op is O.SPECIAL:
             name = d.attrs.get("name", "")
             base, _, dim = name.partition(".")
-            if base == "tid" and dim in "xyz" and dim:
-                t = self.tid(lane, warp)
-                if t is None:
-                    if self.block is None and dim == "x":
-                        return (("warpbase",), lane)
-                    if self.block is None:
-                        return (("tid", dim), 0)
-                    raise _Unknown
-                return (None, t["xyz".index(dim)])
+            if base == "tid" and dim in ("x", "y", "z"):
+                return (_EMPTY, {"x": self.tx, "y": self.ty, "z": self.tz}[dim])
             if name == "laneid":
-                return (None, lane)
-            if base == "ntid" and dim and self.block is not None:
-                return (None, self.block["xyz".index(dim)])
+                return (_EMPTY, self.lane)
+            if base == "ntid" and dim in ("x", "y", "z"):
+                return (_EMPTY, self.block["xyz".index(dim)])
             if name == "warpsize":
-                return (None, 32)
-            if name.startswith("lanemask"):
+                return (_EMPTY, 32)
+            if name.startswith("lanemask_"):
+                f = {"lanemask_eq": lambda ln: 1 << ln, "lanemask_lt": lambda ln: (1 << ln) - 1,
+                     "lanemask_le": lambda ln: (2 << ln) - 1, "lanemask_gt": lambda ln: 0xFFFFFFFF & ~((2 << ln) - 1),
+                     "lanemask_ge": lambda ln: 0xFFFFFFFF & ~((1 << ln) - 1)}.get(name)  # fmt: skip
+                if f is None:
+                    raise _Unknown
+                return (_EMPTY, [f(ln) for ln in self.lane])
+            if v in self.info.varying:
                 raise _Unknown
-            return (("s", name), 0)
+            return self.atom(v)
         if op in (O.PARAM, O.ADDR, O.UNDEF):
-            return self._tag(v)
+            return self.atom(v)
         if op is O.PHI:
             hit = self.iv.get(v)
             if hit is not None:
                 lp, iv = hit
-                s, c = self.ev(iv.start, lane, warp, depth + 1)
-                k = (("trip", lp.header.name, iv.step),)
-                return ((s, k) if s is not None else k, c)
-            if v not in self.uni.varying:
-                return self._tag(v)
-            vals = {self.ev(a, lane, warp, depth + 1) for a in d.args if self.mf.canon(a) is not v}
-            if len(vals) == 1:
-                return vals.pop()
+                s, c = self.get(iv.start)
+                tr = self.trip(lp)
+                if tr is None:
+                    if lp in self.info.divergent_loops:
+                        raise _Unknown
+                    return (_sadd(s, frozenset({(("T", id(lp), self.ctxkey(v)[:-1]), 1)}), iv.step), c)
+                ts, tc = tr
+                return (_sadd(s, ts, iv.step), self._map(lambda x: x + iv.step * tc, c))
+            if v not in self.info.varying:
+                return self.atom(v)
+            lp = self.cfg.loop_of(d.block)
+            if lp is not None and lp.header is d.block:
+                raise _Unknown
+            vals = []
+            for a in d.args:
+                a = self.mf.canon(a)
+                if a is v:
+                    continue
+                vals.append(self.get(a))
+            first = vals[0]
+            if all(x[0] == first[0] and x[1] == first[1] for x in vals[1:]):
+                return first
             raise _Unknown
-        if op is O.LOAD or op in (O.ATOMIC, O.SHUFFLE, O.OPAQUE, O.CALL):
-            if v not in self.uni.varying:
-                return self._tag(v)
-            raise _Unknown
-        args = [self.ev(a, lane, warp, depth + 1) for a in d.args]
-        return self._arith(d, v, args)
+        if op in _STRUCT_OPS:
+            try:
+                args = [self.get(a) for a in d.args]
+                return self._arith(d, v, args)
+            except _Unknown:
+                if v not in self.info.varying:
+                    return self.atom(v)
+                raise
+        if v not in self.info.varying:
+            return self.atom(v)
+        raise _Unknown
 
     def _arith(self, d: Instr, v: Value, args):
         op = d.op
-        if all(s is None for s, _ in args):
-            xs = [c for _, c in args]
-            return (None, self._concrete(d, v, xs))
+        if all(not s for s, _ in args):
+            return (_EMPTY, self._concrete(d, v, [c for _, c in args]))
         if op is O.ADD:
-            syms = [s for s, _ in args if s is not None]
-            s = syms[0] if len(syms) == 1 else ("+",) + tuple(syms)
-            return (s, sum(c for _, c in args))
-        if op is O.SUB:
+            s = _EMPTY
+            for x, _ in args:
+                s = _sadd(s, x)
+            return (s, self._map(lambda *xs: sum(xs), *[c for _, c in args]))
+        if op is O.SUB and len(args) == 2:
             (s1, c1), (s2, c2) = args
-            if s2 is None:
-                return (s1, c1 - c2)
-            if s1 == s2:
-                return (None, c1 - c2)
-            return (("-", s1, s2), c1 - c2)
-        if op in (O.MUL, O.SHL) and len(args) == 2:
+            return (_sadd(s1, s2, -1), self._map(lambda a, b: a - b, c1, c2))
+        if op in (O.MUL, O.SHL) and len(args) == 2 and not d.attrs.get("hi"):
             (s1, c1), (s2, c2) = args
-            if op is O.SHL:
-                if s2 is None:
-                    f = 1 << c2
-                    return (("*", s1, f), c1 * f)
-            elif s2 is None:
-                return (("*", s1, c2), c1 * c2)
-            elif s1 is None:
-                return (("*", s2, c1), c2 * c1)
+            if not s2 and isinstance(c2, int):
+                f = (1 << c2) if op is O.SHL else c2
+                return (_smul(s1, f), self._map(lambda a: a * f, c1))
+            if op is O.MUL and not s1 and isinstance(c1, int):
+                return (_smul(s2, c1), self._map(lambda a: a * c1, c2))
         if op is O.MAD and len(args) == 3 and not d.attrs.get("hi"):
-            m = self._arith(_FakeMul, v, args[:2])
-            return self._arith(_FakeAdd, v, [m, args[2]])
+            (s1, c1), (s2, c2), (s3, c3) = args
+            if not s2 and isinstance(c2, int):
+                return (_sadd(_smul(s1, c2), s3), self._map(lambda a, b: a * c2 + b, c1, c3))
+            if not s1 and isinstance(c1, int):
+                return (_sadd(_smul(s2, c1), s3), self._map(lambda a, b: a * c1 + b, c2, c3))
         if op is O.CVT and args:
             src = d.attrs.get("from_type") or d.args[0].type
-            if not (is_float(src) or is_float(v.type)) and type_bits(v.type) >= min(32, type_bits(src)):
+            if not (is_float(src) or is_float(v.type)) and type_bits(v.type) >= type_bits(src):
                 return args[0]
-        # anything else: an opaque tag over the operands (lane-specific
-        # constants in it make the lanes differ, which `_bank_conflicts` sees)
-        return ((op.value, d.attrs.get("cmp"), tuple(args)), 0)
+        # a trip split as P*Q + r: low bits and small moduli see only r
+        got = self._periodic(d, v, args)
+        if got is not None:
+            return got
+        # nonlinear in a symbolic operand: a new atom, if it is the same in every thread
+        if any(isinstance(c, list) for _, c in args):
+            raise _Unknown
+        atom = (op.value, d.attrs.get("cmp"), d.attrs.get("signed"), v.type, tuple((s, c) for s, c in args))
+        return (frozenset({(atom, 1)}), 0)
 
-    def _concrete(self, d: Instr, v: Value, xs: list[int]) -> int:
+    def _periodic(self, d: Instr, v: Value, args):
+        """``(sum of coef*Q) + c`` with every coef a positive multiple of
+        ``m`` and ``0 <= c``: its low bits / its remainder by ``m`` are
+        those of ``c`` (Q, the trip quotients, are >= 0)."""
+        op = d.op
+        if op not in (O.AND, O.REM, O.DIV, O.SHR, O.XOR, O.OR) or len(args) != 2:
+            return None
+        (s1, c1), (s2, c2) = args
+        if s2 or not isinstance(c2, int) or not s1:
+            return None
+        if not all(isinstance(a, tuple) and a and a[0] == "Q" and k > 0 for a, k in s1):
+            return None
+        cs = c1 if isinstance(c1, list) else [c1]
+        if any(x < 0 for x in cs):
+            return None
+
+        def divides(m: int) -> bool:
+            return m > 0 and all(k % m == 0 for _a, k in s1)
+
+        if op is O.AND:
+            m = c2 + 1
+            if c2 >= 0 and m & (m - 1) == 0 and divides(m):
+                return (_EMPTY, self._map(lambda x: x & c2, c1))
+            return None
+        if op in (O.REM, O.DIV):
+            if c2 <= 0 or not divides(c2):
+                return None
+            if op is O.REM:
+                return (_EMPTY, self._map(lambda x: x % c2, c1))
+            return (frozenset((a, k // c2) for a, k in s1), self._map(lambda x: x // c2, c1))
+        if op is O.SHR:
+            if not 0 <= c2 < 64 or not divides(1 << c2):
+                return None
+            return (frozenset((a, k >> c2) for a, k in s1), self._map(lambda x: x >> c2, c1))
+        # XOR / OR with a constant below 2^b, c below 2^b too
+        if c2 < 0:
+            return None
+        b = max(1, c2.bit_length())
+        if not divides(1 << b) or any(x >= 1 << b for x in cs):
+            return None
+        f = (lambda x: x ^ c2) if op is O.XOR else (lambda x: x | c2)
+        return (s1, self._map(f, c1))
+
+    def _concrete(self, d: Instr, v: Value, xs: list):
         op = d.op
         t = v.type
-        bits = 64 if t == "ptr" or self.k.language == "python" else max(1, type_bits(t))
         signed = d.attrs.get("signed")
         if signed is None:
-            signed = is_signed(t)
-
-        def wrap(x):
-            x &= (1 << bits) - 1
-            return x - (1 << bits) if signed and x >= 1 << (bits - 1) else x
-
-        a = xs[0] if xs else 0
-        b = xs[1] if len(xs) > 1 else 0
+            signed = is_signed(t) or any(is_signed(a.type) for a in d.args)
+        wrap = self._wrap_fn(v, signed if t not in ("pred",) else False)
         if op is O.ADD:
-            return wrap(sum(xs))
+            return self._map(lambda *a: wrap(sum(a)), *xs)
         if op is O.SUB:
-            return wrap(a - b)
+            return self._map(lambda a, b: wrap(a - b), *xs)
         if op is O.MUL:
-            return wrap(a * b)
+            if d.attrs.get("hi"):
+                bits = self._bits(v)
+                return self._map(lambda a, b: wrap((a * b) >> bits), *xs)
+            return self._map(lambda a, b: wrap(a * b), *xs)
         if op is O.MAD:
-            return wrap(a * b + xs[2])
+            if d.attrs.get("hi"):
+                bits = self._bits(v)
+                return self._map(lambda a, b, c: wrap(((a * b) >> bits) + c), *xs)
+            return self._map(lambda a, b, c: wrap(a * b + c), *xs)
         if op is O.SHL:
-            return wrap(a << b)
+            return self._map(lambda a, b: wrap(a << b) if 0 <= b < 256 else 0, *xs)
         if op is O.SHR:
+            bits = self._bits(d.args[0])
+            m = (1 << bits) - 1
             if signed:
-                return wrap(a >> b)
-            return wrap((a & ((1 << bits) - 1)) >> b)
+                return self._map(lambda a, b: wrap(a >> b) if b >= 0 else 0, *xs)
+            return self._map(lambda a, b: wrap((a & m) >> b) if b >= 0 else 0, *xs)
         if op is O.AND:
-            return wrap(a & b)
+            return self._map(lambda *a: wrap(a[0] & a[1]) if t != "pred" else int(bool(a[0]) and bool(a[1])), *xs)
         if op is O.OR:
-            return wrap(a | b)
+            return self._map(lambda *a: wrap(a[0] | a[1]) if t != "pred" else int(bool(a[0]) or bool(a[1])), *xs)
         if op is O.XOR:
-            return wrap(a ^ b)
+            return self._map(lambda *a: wrap(a[0] ^ a[1]) if t != "pred" else int(bool(a[0]) != bool(a[1])), *xs)
         if op is O.NOT:
-            return wrap(~a)
+            return self._map(lambda a: wrap(~a) if t != "pred" else int(not a), *xs)
         if op is O.NEG:
-            return wrap(-a)
+            return self._map(lambda a: wrap(-a), *xs)
         if op in (O.DIV, O.REM):
-            if b == 0:
-                raise _Unknown
-            if d.attrs.get("floor"):
-                return wrap(a // b if op is O.DIV else a % b)
-            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
-            return wrap(q if op is O.DIV else a - q * b)
+            floor = d.attrs.get("floor")
+            bits = self._bits(d.args[0])
+            m = (1 << bits) - 1
+
+            def dv(a, b):
+                if not signed:
+                    a, b = a & m, b & m
+                if b == 0:
+                    raise _Unknown
+                if floor:
+                    return wrap(a // b if op is O.DIV else a % b)
+                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+                return wrap(q if op is O.DIV else a - q * b)
+
+            return self._map(dv, *xs)
         if op in (O.MIN, O.MAX):
-            return min(a, b) if op is O.MIN else max(a, b)
+            f = min if op is O.MIN else max
+            return self._map(lambda a, b: f(a, b), *xs)
+        if op is O.ABS:
+            return self._map(lambda a: wrap(abs(a)), *xs)
         if op is O.CVT:
-            return wrap(a)
+            src = d.attrs.get("from_type") or d.args[0].type
+            if is_float(src) or is_float(t):
+                raise _Unknown
+            sw = self._wrap_fn(d.args[0])
+            return self._map(lambda a: wrap(sw(a)), *xs)
         if op is O.CMP:
             cmp = d.attrs.get("cmp", "eq")
-            return int({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
-                        "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}.get(cmp, False))  # fmt: skip
+            if any(is_float(a.type) for a in d.args):
+                raise _Unknown
+            aw = [self._wrap_fn(a, bool(signed) and cmp not in ("lo", "ls", "hi", "hs")) for a in d.args]
+            fn = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+                  "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+                  "lo": lambda a, b: a < b, "ls": lambda a, b: a <= b, "hi": lambda a, b: a > b,
+                  "hs": lambda a, b: a >= b}.get(cmp)  # fmt: skip
+            if fn is None:
+                raise _Unknown
+            return self._map(lambda a, b: int(fn(aw[0](a), aw[1](b))), *xs)
         if op is O.SELECT:
-            return xs[1] if xs[0] else xs[2]
+            return self._map(lambda c, a, b: a if c else b, *xs)
         raise _Unknown
 
+    # paths -----------------------------------------------------------------------
+    def active(self, block: Block) -> list[bool] | None:
+        """Which threads may run ``block`` (from its plain controlling branches
+        whose conditions are known per thread); None: all of them."""
+        return self.activity(block)[0]
 
-class _Fake:
-    def __init__(self, op):
-        self.op = op
-        self.attrs: dict = {}
-        self.args: list = []
+    def activity(self, block: Block) -> tuple[list[bool] | None, bool]:
+        """``(active, exact)``: which threads may run ``block``, and whether
+        that is exactly the threads that run it (every branch deciding it
+        known per thread, none a loop exit)."""
+        key = ("active", block)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
+        cfg = self.cfg
+        act: list[bool] | None = None
+        exact = True
+        seen = set()
+        stack = [block]
+        while stack:
+            x = stack.pop()
+            for dblk in cfg.control_deps(x):
+                if dblk in seen:
+                    continue
+                seen.add(dblk)
+                stack.append(dblk)
+                term = dblk.terminator
+                if term is None or term.op is not O.BRANCH or not term.args:
+                    continue
+                if any(any(s2 not in lp.blocks for s2 in dblk.succs) for lp in cfg.loops_around(dblk)):
+                    exact = False
+                    continue  # a loop exit: decided per trip
+                tt, ff = term.targets()
+                rt = block is tt or self.mf._fwd_reaches(tt, block)
+                rf = block is ff or self.mf._fwd_reaches(ff, block)
+                if rt == rf:
+                    if not rt:
+                        exact = False
+                    continue
+                need = rt
+                try:
+                    s, c = self.ev(term.args[0])
+                except _Unknown:
+                    exact = False
+                    continue
+                if s:
+                    exact = False
+                    continue
+                if isinstance(c, int):
+                    if bool(c) != need:
+                        act = [False] * self.n
+                    continue
+                cur = [bool(x) == need for x in c]
+                act = cur if act is None else [a and b for a, b in zip(act, cur)]
+        got = (act, exact)
+        self.memo[key] = got
+        return got
 
 
-_FakeMul = _Fake(O.MUL)
-_FakeAdd = _Fake(O.ADD)
+_UNKNOWN = object()
+_STRUCT_OPS = frozenset(
+    {O.ADD, O.SUB, O.MUL, O.MAD, O.DIV, O.REM, O.NEG, O.ABS, O.MIN, O.MAX, O.AND, O.OR, O.XOR,
+     O.NOT, O.SHL, O.SHR, O.CMP, O.SELECT, O.CVT}
+)  # fmt: skip
 
 
-def _lane_active(ev: _LaneEval, block: Block, lane: int, warp: int) -> bool | None:
-    """Whether the lane reaches ``block`` (None: cannot tell, counted active)."""
-    cfg = ev.cfg
-    seen = set()
-    stack = [block]
-    while stack:
-        x = stack.pop()
-        for dblk in cfg.control_deps(x):
-            if dblk in seen:
+def _const_int(v: Value | None) -> int | None:
+    d = v.defn if v is not None else None
+    if d is not None and d.op is O.CONST and isinstance(d.attrs.get("value"), int) and \
+            not isinstance(d.attrs.get("value"), bool):  # fmt: skip
+        return d.attrs["value"]
+    return None
+
+
+def _geometric(kernel: Kernel, canon: _Canon) -> dict:
+    """Header PHIs multiplied or divided by a power of two each trip:
+    phi -> (start, "left"/"right", bits per trip, "logical"/"arith"/"trunc")."""
+    out = {}
+    cfg = kernel.cfg()
+    for lp in cfg.loops:
+        ivs = {iv.phi for iv in lp.ivs}
+        for phi in lp.header.phis():
+            v = phi.result
+            if v in ivs:
                 continue
-            seen.add(dblk)
-            stack.append(dblk)
-            term = dblk.terminator
-            if term is None or term.op is not O.BRANCH or not term.args:
+            outside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p not in lp.blocks}
+            inside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks}
+            if len(outside) != 1 or len(inside) != 1:
                 continue
-            tt, ff = term.targets()
-            need = None
-            if cfg.post_dominates(block, tt) and not cfg.post_dominates(block, ff):
-                need = True
-            elif cfg.post_dominates(block, ff) and not cfg.post_dominates(block, tt):
-                need = False
-            if need is None:
+            nxt = next(iter(inside))
+            d = nxt.defn
+            if d is None or len(d.args) != 2 or d.op not in (O.MUL, O.SHL, O.DIV, O.SHR):
                 continue
-            # loop exits are decided per trip: only plain branches filter lanes
-            if any(lp.contains(dblk) and any(s not in lp.blocks for s in dblk.succs) for lp in cfg.loops_around(dblk)):
+            a0, a1 = canon(d.args[0]), canon(d.args[1])
+            if a0 is not v and not (d.op is O.MUL and a1 is v):
                 continue
-            try:
-                s, c = ev.ev(term.args[0], lane, warp)
-            except _Unknown:
+            other = a1 if a0 is v else a0
+            c = other.defn.attrs.get("value") if other.defn is not None and other.defn.op is O.CONST else None
+            if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
                 continue
-            if s is not None:
+            signed = d.attrs.get("signed")
+            if signed is None:
+                signed = is_signed(v.type) or is_signed(nxt.type)
+            if d.op in (O.SHL, O.SHR):
+                bits = c
+            elif c & (c - 1) == 0:
+                bits = c.bit_length() - 1
+            else:
                 continue
-            if bool(c) != need:
-                return False
-    return True
+            if bits == 0:
+                continue
+            if d.op in (O.MUL, O.SHL):
+                out[v] = (next(iter(outside)), "left", bits, "")
+            elif d.op is O.SHR:
+                out[v] = (next(iter(outside)), "right", bits, "arith" if signed else "logical")
+            else:
+                kind = "arith" if d.attrs.get("floor") else ("trunc" if signed else "logical")
+                out[v] = (next(iter(outside)), "right", bits, kind)
+    return out
+
+
+def _period(kernel: Kernel, cap: int = 48) -> int:
+    """The trip period the concrete pass enumerates: the lcm of the small
+    masks, moduli and shifts the kernel applies (``k & 1``, ``k % 3``)."""
+    cands = set()
+    cfg = kernel.cfg()
+    dep: set[Value] = set()  # values that depend on a loop's trip
+    for lp in cfg.loops:
+        for phi in lp.header.phis():
+            dep.add(phi.result)
+    for _ in range(3):
+        n = len(dep)
+        for ins in kernel.instrs():
+            if ins.results and ins.op is not O.PHI or (ins.op is O.PHI and ins.results and ins.result not in dep):
+                if any(a in dep for a in ins.args):
+                    dep.update(ins.results)
+        if len(dep) == n:
+            break
+    for ins in kernel.instrs():
+        if ins.op not in (O.AND, O.REM, O.DIV, O.SHR) or len(ins.args) != 2 or ins.args[0] not in dep:
+            continue
+        d = ins.args[1].defn
+        if d is None or d.op is not O.CONST or not isinstance(d.attrs.get("value"), int):
+            continue
+        c = d.attrs["value"]
+        if ins.op is O.AND and c >= 0 and (c + 1) & c == 0 and 2 <= c + 1 <= 16:
+            cands.add(c + 1)
+        elif ins.op in (O.REM, O.DIV) and 2 <= c <= 16:
+            cands.add(c)
+        elif ins.op is O.SHR and 1 <= c <= 4:
+            cands.add(1 << c)
+    p = 1
+    for c in sorted(cands):
+        q = p * c // math.gcd(p, c)
+        if q <= cap:
+            p = q
+    return p
+
+
+def _addr_terms(ev: _ThreadEval, acc: Access):
+    """``(sym, per-thread byte offsets)`` of an access's address, or _Unknown."""
+    mf = ev.mf
+    if mf.k.language == "python" and acc.index is not None and acc.buffer is not None \
+            and len(acc.index) == len(acc.buffer.shape) and all(acc.buffer.shape):  # fmt: skip
+        sym = _EMPTY
+        lin: Any = 0
+        for x, dim in zip(acc.index, acc.buffer.shape):
+            s, c = ev.ev(x)
+            if s:
+                # a symbolic index may be negative, and Numba wraps it: only
+                # trip quotients (>= 0) with a non-negative rest are kept
+                cs = c if isinstance(c, list) else [c]
+                if not all(isinstance(a, tuple) and a[0] == "Q" and k > 0 for a, k in s) or min(cs) < 0:
+                    raise _Unknown
+            else:
+                c = ev._map(lambda a, dim=dim: a + dim if a < 0 else a, c)
+            sym = _sadd(_smul(sym, dim), s)
+            lin = ev._map(lambda a, b, dim=dim: a * dim + b, lin, c)
+        sym = _sadd(_smul(sym, acc.elem), frozenset({(("buf", acc.root), 1)}))
+        return (sym, ev._map(lambda a: a * acc.elem, lin))
+    return ev.ev(acc.addr)
 
 
 def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
@@ -1562,54 +2807,39 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
     block = mf.k.launch.block
     assumed = ""
     if block is None:
-        assumed = "assuming blockDim.x is a multiple of 32"
-    nwarps = 1 if block is None else max(1, -(-block[0] * block[1] * block[2] // 32))
-    ev = _LaneEval(mf, block)
+        return out
+    ev = _ThreadEval(mf, block, mf.warp_info, {lp: ("rel", 0, 0) for lp in mf.cfg.loops})
+    nwarps = -(-ev.n // 32)
     for acc in mf.shared:
         ins = acc.instr
         if ins.op not in (O.LOAD, O.STORE, O.ATOMIC, O.CP_ASYNC):
             continue
-        width = acc.width
-        if width > 16 or width <= 0:
+        if acc.width > 16 or acc.width <= 0:
             continue
+        try:
+            s, c = _addr_terms(ev, acc)
+        except _Unknown:
+            continue
+        if isinstance(c, int):
+            continue  # one address for the whole warp: a broadcast
+        act = ev.active(acc.instr.block)
         best: BankConflict | None = None
-        warps = range(nwarps) if nwarps <= 32 else list(range(4)) + [nwarps - 1]
-        for w in warps:
-            res = _warp_ways(ev, mf, acc, w)
-            if res is None:
+        for w in range(nwarps):
+            lanes = [i for i in range(w * 32, min(ev.n, w * 32 + 32)) if act is None or act[i]]
+            if len(lanes) < 2:
                 continue
-            ways, lanes, bank, stride = res
+            ways, worst, bank, stride = _warp_ways({i - w * 32: c[i] for i in lanes}, acc.width)
             if best is None or ways > best.ways:
-                best = BankConflict(acc, ways, stride, w, lanes, bank, "", assumed)
+                best = BankConflict(acc, ways, stride, w, worst, bank, "", assumed)
         if best is not None and best.ways > 1:
             best.suggestion = _padding(mf, acc, best)
             out.append(best)
     return out
 
 
-def _warp_ways(ev: _LaneEval, mf: MemoryFacts, acc: Access, warp: int):
-    """(ways, lanes of the worst bank, bank, lane stride in bytes) or None."""
-    addrs: dict[int, int] = {}
-    sym0 = None
-    first = True
-    for lane in range(32):
-        if ev.block is not None and ev.tid(lane, warp) is None:
-            continue
-        act = _lane_active(ev, acc.instr.block, lane, warp)
-        if act is False:
-            continue
-        try:
-            s, c = _lane_address(ev, mf, acc, lane, warp)
-        except _Unknown:
-            return None
-        if first:
-            sym0, first = s, False
-        elif s != sym0:
-            return None
-        addrs[lane] = c
-    if len(addrs) < 2:
-        return None
-    width = acc.width
+def _warp_ways(addrs: dict[int, int], width: int):
+    """(ways, lanes of the worst bank, bank, lane stride in bytes): the most
+    distinct 4-byte words one bank serves in one phase of the access."""
     words_per_lane = max(1, width // 4)
     lanes_per_phase = 32 if width <= 4 else 32 // words_per_lane
     best = (1, [], 0)
@@ -1635,43 +2865,31 @@ def _warp_ways(ev: _LaneEval, mf: MemoryFacts, acc: Access, warp: int):
     return best[0], best[1], best[2], stride
 
 
-def _lane_address(ev: _LaneEval, mf: MemoryFacts, acc: Access, lane: int, warp: int):
-    if mf.k.language == "python" and acc.index is not None and acc.buffer is not None \
-            and len(acc.index) == len(acc.buffer.shape) and all(acc.buffer.shape):  # fmt: skip
-        sym: Any = None
-        lin = 0
-        for x, dim in zip(acc.index, acc.buffer.shape):
-            s, c = ev.ev(x, lane, warp)
-            if s is not None:
-                sym = (sym, s, dim) if sym is not None else (s, dim)
-            lin = lin * dim + c
-            if sym is not None:
-                sym = ("*", sym, dim)
-        return sym, lin * acc.elem
-    return ev.ev(acc.addr, lane, warp)
-
-
 def _padding(mf: MemoryFacts, acc: Access, bc: BankConflict) -> str:
+    """The padding that puts consecutive lanes in distinct banks."""
     name = pretty_buffer(acc.root)
     stride = bc.stride_bytes
     buf = acc.buffer
-    if mf.k.language == "python" and buf is not None and len(buf.shape) == 2 and buf.shape[1]:
-        rows, cols = buf.shape
-        if stride is not None and stride == cols * acc.elem:
-            return (f"pad each row of `{name}` by one element: declare it `cuda.shared.array(({rows}, {cols + 1}), "
-                    f"{buf.dtype_name if hasattr(buf, 'dtype_name') else _np_dtype(buf.dtype)})` and keep indexing "
-                    "[row, col]")  # fmt: skip
-    if mf.k.language == "python" and buf is not None and len(buf.shape) == 1 and stride:
-        words = stride // 4
-        return (f"lanes are {stride} bytes apart, so they fall in {32 // math.gcd(max(1, words), 32)}-way shared banks:"
-                f" view `{name}` as rows of {words + 1} elements (pad each row of {words} by one) so consecutive lanes "
-                "hit different banks")  # fmt: skip
-    if stride:
-        words = stride // 4
-        return (f"lanes are {stride} bytes ({words} words) apart: pad each row of `{name}` by one 4-byte word (a "
-                f"row stride of {stride + 4} bytes, e.g. `[{words}][{words + 1}]` for a {words}x{words} float tile) so "
-                "that consecutive lanes fall in distinct banks")  # fmt: skip
-    return f"pad the rows of `{name}` by one 4-byte word, or swizzle the index, so the lanes fall in distinct banks"
+    if not stride or stride % 4:
+        return f"pad the rows of `{name}` by one 4-byte word, or swizzle the index, so the lanes fall in distinct banks"
+    words = stride // 4
+    if mf.k.language == "python" and buf is not None and buf.shape and all(buf.shape):
+        dt = _np_dtype(buf.dtype)
+        per = max(1, 4 // max(1, acc.elem))
+        if len(buf.shape) == 2 and stride == buf.shape[1] * acc.elem:
+            rows, cols = buf.shape
+            return (f"pad each row by one element: declare `{name} = cuda.shared.array(({rows}, {cols + per}), {dt})` "
+                    "and keep the same indices")  # fmt: skip
+        if len(buf.shape) == 1 and stride % acc.elem == 0:
+            row = stride // acc.elem
+            n = buf.shape[0]
+            rows = -(-n // row)
+            return (f"lanes are {row} elements apart: pad each row of {row} to {row + per} (allocate "
+                    f"{rows * (row + per)} elements and index `{name}[t * {row + per} + k]` instead of "
+                    f"`{name}[t * {row} + k]`)")  # fmt: skip
+    return (f"lanes are {stride} bytes ({words} words) apart: pad each row of `{name}` by one 4-byte word, to a row "
+            f"stride of {stride + 4} bytes (for a {words}x{words} float tile, "
+            f"declare it `[{words}][{words + 1}]`)")  # fmt: skip
 
 
 def _np_dtype(t: str) -> str:

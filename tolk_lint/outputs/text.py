@@ -1,16 +1,36 @@
 """Human output, like ruff and rustc: ``path:line:col: CODE message``, the source
 line with a caret under the span, then the user's source line (PTX ``.loc``),
-the related notes (the chain of reasons) and the witness."""
+the related notes (the chain of reasons) and the witness.
+
+Colour is the caller's decision (`use_color`): only on a terminal, never with
+``NO_COLOR`` set, always with ``FORCE_COLOR`` set (https://no-color.org,
+https://force-color.org), unless ``--color`` says otherwise.
+"""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from typing import TextIO
 
-from tolk_lint.diagnostics import Diagnostic
+from tolk_lint.diagnostics import Applicability, Diagnostic
 from tolk_lint.engine import LintResult
 
 _COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
 _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
+
+
+def use_color(stream: TextIO, choice: str = "auto") -> bool:
+    if choice in ("always", "never"):
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _line(source_lines: list[str], n: int) -> str | None:
@@ -19,23 +39,30 @@ def _line(source_lines: list[str], n: int) -> str | None:
     return None
 
 
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
 def _origin_text(d: Diagnostic, module_path: str) -> str | None:
     if d.origin is None:
         return None
+    from tolk_lint.suppress import origin_path
+
     o = d.origin.outermost()
-    path = o.path if os.path.isabs(o.path) else os.path.join(os.path.dirname(module_path), o.path)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-        return _line(lines, o.line)
-    except OSError:
-        return None
+    return _line(_read_lines(origin_path(module_path, o.path)), o.line)
 
 
-def render_one(d: Diagnostic, source_lines: list[str], color: bool = False) -> str:
+def render_one(d: Diagnostic, source_lines: list[str], color: bool = False, suppressed: bool = False) -> str:
     c = (lambda code, s: f"{code}{s}{_RESET}") if color else (lambda code, s: s)
     sev = d.severity.value
-    head = f"{c(_BOLD, f'{d.span.path}:{d.span.line}:{d.span.column}:')} {c(_COLORS[sev] + _BOLD, d.code)} {d.message}"
+    fixable = " [*]" if d.fix is not None and d.fix.applicability == Applicability.SAFE else ""
+    tag = " (suppressed)" if suppressed else ""
+    head = (f"{c(_BOLD, f'{d.span.path}:{d.span.line}:{d.span.column}:')} "
+            f"{c(_COLORS[sev] + _BOLD, d.code)}{fixable} {d.message}{c(_DIM, tag) if tag else ''}")  # fmt: skip
     out = [head]
     src = _line(source_lines, d.span.line)
     if src is not None:
@@ -64,20 +91,56 @@ def render_one(d: Diagnostic, source_lines: list[str], color: bool = False) -> s
     return "\n".join(out)
 
 
-def render(results: list[LintResult], color: bool = False, show_source: bool = True) -> str:
+def render(results: list[LintResult], color: bool = False, show_source: bool = True,
+           show_suppressed: bool = False) -> str:  # fmt: skip
+    """Every diagnostic, in the results' order; a result answered from the
+    cache has no module, so its source lines are read from the file."""
     blocks = []
     for r in results:
-        lines = r.module.source.splitlines() if (r.module is not None and show_source) else []
-        for d in r.diagnostics:
-            blocks.append(render_one(d, lines, color))
+        items = [(d, False) for d in r.diagnostics]
+        if show_suppressed:
+            items = sorted(items + [(d, True) for d in r.suppressed], key=lambda x: x[0].sort_key())
+        if not items:
+            continue
+        lines: list[str] = []
+        if show_source:
+            lines = r.module.source.splitlines() if r.module is not None else _read_lines(r.path)
+        for d, sup in items:
+            blocks.append(render_one(d, lines, color, sup))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
-def summary(results: list[LintResult], fixable: int = 0) -> str:
+def fixable_count(results: list[LintResult]) -> int:
+    return sum(1 for r in results for d in r.diagnostics
+               if d.fix is not None and d.fix.applicability == Applicability.SAFE)  # fmt: skip
+
+
+def summary(results: list[LintResult], fixable: int | None = None) -> str:
     n = sum(len(r.diagnostics) for r in results)
     if n == 0:
         return "All checks passed!"
     s = f"Found {n} diagnostic{'s' if n != 1 else ''}."
+    fixable = fixable_count(results) if fixable is None else fixable
     if fixable:
         s += f"\n[*] {fixable} fixable with `tolk-lint fix`."
     return s
+
+
+def statistics(results: list[LintResult]) -> str:
+    """ruff's ``--statistics``: one line per code, most frequent first:
+    ``count<TAB>code<TAB>[*] name`` (``[*]``: a safe fix exists for some)."""
+    counts: Counter[str] = Counter()
+    names: dict[str, str] = {}
+    fixable: set[str] = set()
+    for r in results:
+        for d in r.diagnostics:
+            counts[d.code] += 1
+            names[d.code] = d.name
+            if d.fix is not None and d.fix.applicability == Applicability.SAFE:
+                fixable.add(d.code)
+    if not counts:
+        return ""
+    width = len(str(max(counts.values())))
+    rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "\n".join(f"{n:>{width}}\t{code}\t{'[*]' if code in fixable else '[ ]'} {names[code]}"
+                     for code, n in rows) + "\n"  # fmt: skip

@@ -1,0 +1,197 @@
+"""TL201 shared-race
+
+Two threads of a workgroup access one shared-memory address, at least one of them writing, with no barrier between them.
+
+## What it does
+Finds pairs of shared-memory accesses (loads, stores, atomics, tensor-core
+fragment loads and stores) that two distinct threads of one block can make
+to the same address with no barrier ordering them. Two accesses are ordered
+when a barrier (`bar.sync`, `barrier.sync`, `__syncthreads()`,
+`cuda.syncthreads()`) lies between them on both threads' paths, including
+around a loop's back edge (the read at trip k against the write at trip
+k + 1); `__syncwarp()` / `bar.warp.sync` with the full mask orders the lanes
+of one warp only. Z3 decides whether the two threads' addresses can be equal
+under the launch shape, the loop trips and the conditions under which each
+access runs; the diagnostic points at the access that comes later in program
+order (the read of a write-then-read race), names the other one, and prints
+the two threads, the address and the inputs of the witness. Atomics do not
+race with atomics. Races on `cp.async` destinations are TL204's.
+
+## Why is this bad?
+Threads of a block run in no guaranteed order. A thread that reads a word
+another thread writes, with no barrier between, reads the old or the new
+value depending on scheduling: the result changes from run to run, from GPU
+to GPU, and often only under load. Two unordered writes of one word leave
+either value; CUDA calls both a data race (undefined behaviour), even when
+the two writes store the same value.
+
+## Example
+```python
+@cuda.jit
+def diff(x, out):
+    s = cuda.shared.array(256, float32)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    out[t] = s[(t + 1) % 256] - s[t]   # reads the neighbour's store: no barrier
+```
+
+Use instead:
+```python
+@cuda.jit
+def diff(x, out):
+    s = cuda.shared.array(256, float32)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    out[t] = s[(t + 1) % 256] - s[t]
+```
+
+## How to fix
+Put a barrier between the write and the other thread's access (both sides of
+it, in a loop: one before the reads and one before the next trip's writes),
+or use `__syncwarp()` when both threads are lanes of one warp, or make the
+update an atomic when many threads add into one word.
+
+## Fix safety
+No fix: where a barrier belongs depends on the algorithm.
+
+## References
+- CUDA C++ Programming Guide, "Shared Memory" and "Synchronization Functions".
+- PTX ISA, "Memory Consistency Model": data races.
+"""
+
+from __future__ import annotations
+
+from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note, verb
+from tolk_lint.diagnostics import Related, Severity
+from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
+
+
+class SharedRace(Rule):
+    code = "TL201"
+    name = "shared-race"
+    severity = Severity.ERROR
+
+    VALID = [
+        Valid("python", """
+            from numba import cuda, float32
+
+            @cuda.jit
+            def neighbour_synced(x, out):  # expect-clean
+                s = cuda.shared.array(128, float32)
+                t = cuda.threadIdx.x
+                s[t] = x[t]
+                cuda.syncthreads()
+                out[t] = s[(t + 1) % 128] - s[t]
+        """, flags="--block 128,1,1"),
+        Valid("python", """
+            from numba import cuda, int32
+
+            @cuda.jit
+            def histogram(x, out):  # expect-clean
+                h = cuda.shared.array(16, int32)
+                t = cuda.threadIdx.x
+                if t < 16:
+                    h[t] = 0
+                cuda.syncthreads()
+                cuda.atomic.add(h, t % 16, 1)
+                cuda.syncthreads()
+                if t < 16:
+                    out[t] = h[t]
+        """, flags="--block 128,1,1"),
+        Valid("ptx", """
+            .version 8.0
+            .target sm_80
+            .address_size 64
+            .visible .entry own_slot(.param .u64 out) // expect-clean
+            {
+                .shared .align 4 .b8 s[512];
+                .reg .b32 %r<6>;
+                .reg .f32 %f<2>;
+                mov.u32 %r1, %tid.x;
+                shl.b32 %r2, %r1, 2;
+                mov.u32 %r3, s;
+                add.s32 %r4, %r3, %r2;
+                st.shared.u32 [%r4], %r1;
+                ld.shared.u32 %r5, [%r4];
+                ret;
+            }
+        """, flags="--block 128,1,1"),
+    ]
+    INVALID = [
+        Invalid("python", """
+            from numba import cuda, float32
+
+            @cuda.jit
+            def neighbour_race(x, out):
+                s = cuda.shared.array(128, float32)
+                t = cuda.threadIdx.x
+                s[t] = x[t]
+                out[t] = s[(t + 1) % 128] - s[t]  # expect: TL201
+        """, flags="--block 128,1,1"),
+        Invalid("python", """
+            from numba import cuda, float32
+
+            @cuda.jit
+            def loop_war(x, out, n):
+                s = cuda.shared.array(128, float32)
+                t = cuda.threadIdx.x
+                acc = float32(0.0)
+                for k in range(n):
+                    s[t] = 2.0 * x[k * 128 + t]  # expect: TL201
+                    cuda.syncthreads()
+                    acc += s[127 - t]
+                out[t] = acc
+        """, flags="--block 128,1,1"),
+        Invalid("ptx", """
+            .version 8.0
+            .target sm_80
+            .address_size 64
+            .visible .entry one_word(.param .u64 out)
+            {
+                .shared .align 4 .b32 flag;
+                .reg .b32 %r<3>;
+                mov.u32 %r1, %tid.x;
+                st.shared.u32 [flag], %r1; // expect: TL201
+                bar.sync 0;
+                ret;
+            }
+        """, flags="--block 64,1,1"),
+    ]
+
+    def check(self, ctx: RuleContext):
+        facts = ctx.memory()
+        for _where, group in races_by_line(facts.races(), self.code).items():
+            r = next((g for g in group if g.solver == "sat"), group[0])
+            later, other = r.later, r.other
+            buf = f"`{pretty_buffer(later.root or other.root)}`"
+            if later.instr is other.instr:
+                what = f"{access_text(later)} {verb(later)} {buf}"
+                if r.kind == "write-write":
+                    msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: two threads store to the same word of "
+                           f"{buf} here with no barrier between them ({what})")  # fmt: skip
+                else:
+                    msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: one thread reads a word of {buf} "
+                           f"that another thread writes here, with no barrier between them ({what})")  # fmt: skip
+            else:
+                verb_later = "reads" if not later.writes else ("writes" if later.kind == "write" else "updates")
+                verb_other = "writes" if other.writes and other.kind == "write" else (
+                    "atomically updates" if other.kind == "atomic" else "reads")  # fmt: skip
+                msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: {access_text(later)} {verb_later} a word "
+                       f"of {buf} that another thread {verb_other} at line {other.line} with no barrier between "
+                       "them")  # fmt: skip
+            if r.same_value:
+                msg += " (both threads store the same value, which is still a data race in CUDA's memory model)"
+            if r.kind == "read-write" and later.reads and other.writes and later.instr is not other.instr:
+                msg += "; the read may see the old or the new value"
+            msg += solver_note(r)
+            related = [Related(f"the other access: {access_text(other)} {verb(other)} {buf} here",
+                               other.instr.span, other.instr.origin)]  # fmt: skip
+            if len(group) > 1:
+                more = {g.other.line for g in group if g.other.line != other.line}
+                if more:
+                    related.append(Related("it also races with the accesses at line(s) " +
+                                           ", ".join(str(x) for x in sorted(more))))  # fmt: skip
+            data = {"kind": r.kind, "buffer": pretty_buffer(later.root or other.root), "solver": r.solver,
+                    "other_line": other.line, "same_value": r.same_value}  # fmt: skip
+            yield self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)

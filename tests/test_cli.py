@@ -1,0 +1,189 @@
+"""`tolk-lint check`: exit status, formats, statistics, colour, walking, parallel runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from tolk_lint.cli import OPTIONAL_COMMANDS, main
+
+BAD = "from numba import cuda\n\ndef k(a:\n"
+GOOD = "from numba import cuda\n\n\n@cuda.jit\ndef k(a):\n    a[cuda.grid(1)] = 1.0\n"
+STALE = GOOD.replace("= 1.0\n", "= 1.0  # tolk: noqa: TL101\n")  # TL003, with a safe fix
+
+JSON_KEYS = {"code", "severity", "message", "path", "line", "column", "end_line", "end_column", "kernel", "origin",
+             "related", "witness", "data", "fix"}  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    return tmp_path
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def write(path, text: str) -> None:
+    os.makedirs(os.path.dirname(str(path)) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def test_exit_status(project):
+    write("good.py", GOOD)
+    write("bad.py", BAD)
+    r = run("check", "--no-cache", "good.py")
+    assert r.exit_code == 0 and r.output == "All checks passed!\n"
+    r = run("check", "--no-cache", "bad.py")
+    assert r.exit_code == 1
+    assert r.output.startswith("bad.py:3:")
+    assert "TL001" in r.output and r.output.endswith("Found 1 diagnostic.\n")
+    assert run("check", "--no-cache", "--exit-zero", "bad.py").exit_code == 0
+    assert run("check", "--select", "ZZ999", "bad.py").exit_code == 2
+    assert run("check", "--frobnicate").exit_code == 2
+    assert run("check", "--block", "64,32,1", "bad.py").exit_code == 2  # 2048 threads
+
+
+def test_select_and_ignore(project):
+    write("bad.py", BAD)
+    assert run("check", "--no-cache", "--ignore", "TL001", "bad.py").exit_code == 0
+    assert run("check", "--no-cache", "--select", "TL1", "bad.py").exit_code == 0
+    assert run("check", "--no-cache", "--select", "TL1", "--extend-select", "TL0", "bad.py").exit_code == 1
+
+
+def test_json_contract(project):
+    write("bad.py", BAD)
+    r = run("check", "--no-cache", "--output-format", "json", "bad.py")
+    [item] = json.loads(r.output)
+    assert JSON_KEYS <= set(item)
+    assert (item["code"], item["severity"], item["path"], item["line"]) == ("TL001", "error", "bad.py", 3)
+    assert item["origin"] is None and item["fix"] is None
+
+
+def test_show_suppressed(project):
+    write("k.py", BAD.replace("def k(a:", "def k(a:  # tolk: noqa: TL001"))
+    assert run("check", "--no-cache", "k.py").exit_code == 0
+    r = run("check", "--no-cache", "--show-suppressed", "k.py")
+    assert "TL001" in r.output and "(suppressed)" in r.output
+    assert r.exit_code == 0  # suppressed diagnostics never fail the run
+    items = json.loads(run("check", "--no-cache", "--show-suppressed", "--output-format", "json", "k.py").output)
+    assert [(i["code"], i["suppressed"]) for i in items] == [("TL001", True)]
+
+
+def test_statistics_and_quiet(project):
+    write("a.py", BAD)
+    write("b.py", BAD)
+    write("c.py", STALE)
+    r = run("check", "--no-cache", "--statistics", ".")
+    assert r.exit_code == 1
+    assert r.output == "2\tTL001\t[ ] parse-error\n1\tTL003\t[*] unused-noqa\n"
+    q = run("check", "--no-cache", "--quiet", ".")
+    assert q.exit_code == 1 and "Found" not in q.output and "a.py:3:" in q.output
+    full = run("check", "--no-cache", ".")
+    assert "Found 3 diagnostics.\n[*] 1 fixable with `tolk-lint fix`." in full.output
+
+
+def test_colour_only_when_wanted(project):
+    write("bad.py", BAD)
+    assert "\x1b[" not in run("check", "--no-cache", "bad.py").output  # not a terminal
+    assert "\x1b[" in run("check", "--no-cache", "bad.py", env={"FORCE_COLOR": "1"}).output
+    assert "\x1b[" not in run("check", "--no-cache", "bad.py", env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).output
+    assert "\x1b[" in run("check", "--no-cache", "--color", "always", "bad.py").output
+    assert "\x1b[" not in run("check", "--no-cache", "--color", "never", "bad.py",
+                              env={"FORCE_COLOR": "1"}).output  # fmt: skip
+
+
+def test_output_file(project):
+    write("bad.py", BAD)
+    r = run("check", "--no-cache", "--output-format", "json", "-o", "report.json", "bad.py", env={"FORCE_COLOR": "1"})
+    assert r.exit_code == 1 and r.output == ""
+    assert json.loads(open("report.json").read())[0]["code"] == "TL001"
+
+
+def test_walk_respects_gitignore_exclude_and_hidden_folders(project):
+    os.makedirs(".git")  # a work tree
+    write(".gitignore", "ignored/\n*.gen.py\n")
+    write("pyproject.toml", '[tool.tolk-lint]\nexclude = ["vendor/"]\n')
+    for name in ("src/a.py", "src/b.ptx", "src/c.txt", "ignored/x.py", "src/y.gen.py", "vendor/v.py",
+                 ".hidden/h.py", "build/b.py", "src/sub/.gitignore", "src/sub/keep.py", "src/sub/drop.py"):
+        write(name, GOOD if name.endswith(".py") else "")  # fmt: skip
+    write("src/sub/.gitignore", "drop.py\n")
+    r = run("check", "--show-files", ".")
+    assert r.output.split() == ["src/a.py", "src/b.ptx", "src/sub/keep.py"]
+    # a file named explicitly is linted, unless --force-exclude (what pre-commit passes)
+    assert run("check", "--show-files", "vendor/v.py").output.split() == ["vendor/v.py"]
+    assert run("check", "--show-files", "--force-exclude", "vendor/v.py", "src/y.gen.py", "src/a.py").output.split() \
+        == ["src/a.py"]  # fmt: skip
+
+
+def test_per_file_ignores_from_configuration(project):
+    write("pyproject.toml", '[tool.tolk-lint.per-file-ignores]\n"legacy/*.py" = ["TL001"]\n')
+    write("legacy/bad.py", BAD)
+    write("new/bad.py", BAD)
+    r = run("check", "--no-cache", "--output-format", "json", ".")
+    assert [i["path"] for i in json.loads(r.output)] == ["new/bad.py"]
+
+
+def test_parallel_run_is_deterministic(project):
+    for i in range(12):
+        write(f"k{i:02d}.py", BAD if i % 3 == 0 else (STALE if i % 3 == 1 else GOOD))
+    serial = run("check", "--no-cache", "-j", "1", "--output-format", "json", ".")
+    parallel = run("check", "--no-cache", "-j", "4", "--output-format", "json", ".")
+    assert serial.exit_code == parallel.exit_code == 1
+    assert serial.output == parallel.output
+    paths = [i["path"] for i in json.loads(parallel.output)]
+    assert paths == sorted(paths) and len(paths) == 8
+    # and through the cache, in workers
+    cold = run("check", "-j", "4", "--output-format", "json", ".")
+    warm = run("check", "-j", "4", "--output-format", "json", ".")
+    assert cold.output == warm.output == serial.output
+
+
+def test_missing_file_is_a_diagnostic(project):
+    r = run("check", "--no-cache", "nope.py")
+    assert r.exit_code == 1 and "nope.py" in r.output and "TL001" in r.output
+
+
+def test_commands_and_version():
+    assert {"check", "rule", "rules", "lsp"} <= set(main.commands)
+    assert OPTIONAL_COMMANDS == ("tolk_lint.commands.stage", "tolk_lint.commands.fix", "tolk_lint.commands.validate")
+    out = subprocess.run([sys.executable, "-m", "tolk_lint", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("tolk-lint, version ")
+
+
+def test_rule_command_prints_tl003():
+    r = run("rule", "TL003")
+    assert r.exit_code == 0 and r.output.startswith("TL003 unused-noqa")
+    assert run("rule", "TL999").exit_code == 2
+
+
+def test_lsp_without_pygls_says_how_to_install():
+    code = "import sys; sys.modules['pygls'] = None; from tolk_lint.cli import main; main(['lsp'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "pip install 'tolk-lint[lsp]'" in out.stderr
+
+
+def test_action_runs_check_with_github_output():
+    yaml = pytest.importorskip("yaml")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(repo, "action.yml"), encoding="utf-8") as f:
+        action = yaml.safe_load(f)
+    assert action["runs"]["using"] == "composite"
+    assert "args" in action["inputs"] and "sarif-file" in action["inputs"]
+    steps = action["runs"]["steps"]
+    install = next(s for s in steps if s.get("name") == "Install tolk-lint")
+    assert '"$GITHUB_ACTION_PATH"' in install["run"]
+    check = steps[-1]
+    assert check["run"] == "tolk-lint check --output-format github $TOLK_ARGS"
+    assert check["env"]["TOLK_ARGS"] == "${{ inputs.args }}"
+    assert all("shell" in s for s in steps if "run" in s)  # composite steps must name their shell

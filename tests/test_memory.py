@@ -1,0 +1,742 @@
+"""Shared memory (TL201-TL204): the acceptance verdicts, focused kernels in
+hand-written PTX and Numba, the barrier phases and trip relations of
+`tolk_lint.analysis.memory`, and the cp.async pipelines of the research
+note's bug table (`shared/research/staging.md` 4.5-4.7) checked against its
+happens-before model (Appendix B) for every trip count the model runs."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from conftest import ACCEPTANCE
+
+from tolk_lint.analysis import memory
+from tolk_lint.config import resolve_settings
+from tolk_lint.engine import lint_file, lint_text, parse, prepare
+
+TL2 = ("TL2",)
+
+
+def lint(src: str, path: str, block=None, target=None, select=TL2):
+    s = resolve_settings(target=target, block=block, select=select)
+    res = lint_text(textwrap.dedent(src).lstrip("\n"), path, s)
+    return res.diagnostics
+
+
+def where(diags, code=None):
+    out = set()
+    for d in diags:
+        if code is not None and d.code != code:
+            continue
+        line = d.origin.outermost().line if d.origin is not None else d.span.line
+        out.add((d.code, line))
+    return out
+
+
+def facts_of(src: str, path: str, block=None):
+    s = resolve_settings(block=block)
+    m = parse(textwrap.dedent(src).lstrip("\n"), path)
+    prepare(m, s)
+    [k] = m.kernels
+    return memory.memory_facts(k, m, s), k
+
+
+# ---------------------------------------------------------------------------
+# the acceptance set, TL2xx only
+
+
+def _acceptance():
+    path = ACCEPTANCE / "manifest.json"
+    if not path.is_file():
+        return []
+    out = []
+    for e in json.loads(path.read_text())["kernels"]:
+        if e["language"] == "numba-host":
+            continue
+        for tgt in e["targets"]:
+            if tgt in e.get("unasserted_targets", {}):
+                continue
+            linted = ACCEPTANCE / (e["ptx"][tgt] if e["language"] == "cuda" else e["file"])
+            out.append(pytest.param(e, tgt, linted, id=f"{e['file']}[{tgt}]"))
+    return out
+
+
+@pytest.mark.parametrize(("entry", "target", "linted"), _acceptance())
+def test_acceptance_tl2(entry, target, linted):
+    block = tuple(entry["launch"]["block"]) if entry.get("launch") else None
+    s = resolve_settings(target=target, block=block, select=TL2)
+    diags = [d for d in lint_file(str(linted), s).diagnostics if d.kernel in (None, entry["kernel"])]
+    got = {}
+    for d in diags:
+        line = d.origin.outermost().line if entry["language"] == "cuda" and d.origin else d.span.line
+        got[(d.code, line)] = d
+    expected = entry.get("expected_by_target", {}).get(target, entry["expected"])
+    want = {(x["code"], x["line"]): x for x in expected if x["code"].startswith("TL2")}
+    assert set(got) == set(want), "\n".join(f"{c}@{ln}: {d.message}" for (c, ln), d in got.items())
+    for key, x in want.items():
+        if "ways" in x:
+            assert got[key].data.get("ways") == x["ways"]
+
+
+# ---------------------------------------------------------------------------
+# TL201
+
+
+NEIGHBOUR_RACE = """
+    from numba import cuda, float32
+
+    @cuda.jit
+    def k(x, out):
+        s = cuda.shared.array(128, float32)
+        t = cuda.threadIdx.x
+        s[t] = x[t]
+        out[t] = s[(t + 1) % 128]
+"""
+
+
+def test_race_points_at_the_later_access_and_names_the_other():
+    diags = lint(NEIGHBOUR_RACE, "k.py", block=(128, 1, 1))
+    assert where(diags) == {("TL201", 8)}
+    [d] = diags
+    assert "line 7" in d.message
+    assert d.related and d.related[0].span.line == 7
+    w = d.witness
+    assert len(w["threads"]) == 2 and w["threads"][0] != w["threads"][1]
+    assert "element" in w and "description" in w
+    # the witness is a real collision: reader t reads (t + 1) % 128, written by the other thread
+    (r,), (wr,) = ([t for t in w["threads"] if (t[0] + 1) % 128 == w["element"]],
+                   [t for t in w["threads"] if t[0] == w["element"]])  # fmt: skip
+    assert r != wr
+
+
+def test_loop_with_one_barrier_races_across_trips():
+    # the write of trip k + 1 and the read of trip k: no barrier on the back edge
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, out, n):
+            s = cuda.shared.array(128, float32)
+            t = cuda.threadIdx.x
+            acc = float32(0.0)
+            for i in range(n):
+                s[t] = 2.0 * x[i * 128 + t]
+                cuda.syncthreads()
+                acc += s[127 - t]
+            out[t] = acc
+    """
+    diags = lint(src, "k.py", block=(128, 1, 1))
+    assert where(diags) == {("TL201", 9)}
+    [d] = diags
+    trips = d.witness["trips"]
+    # the store of one thread is one trip after the load of the other
+    values = sorted(v for side in trips.values() for v in side.values())
+    assert values[1] == values[0] + 1
+
+
+def test_loop_with_two_barriers_is_clean():
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, out, n):
+            s = cuda.shared.array(128, float32)
+            t = cuda.threadIdx.x
+            acc = float32(0.0)
+            for i in range(n):
+                s[t] = 2.0 * x[i * 128 + t]
+                cuda.syncthreads()
+                acc += s[127 - t]
+                cuda.syncthreads()
+            out[t] = acc
+    """
+    assert lint(src, "k.py", block=(128, 1, 1)) == []
+
+
+def test_write_write_of_the_same_value_says_so():
+    src = """
+        .version 8.0
+        .target sm_80
+        .address_size 64
+        .visible .entry flag(.param .u32 n)
+        {
+            .shared .align 4 .b32 f;
+            .reg .b32 %r<3>;
+            ld.param.u32 %r1, [n];
+            st.shared.u32 [f], %r1;
+            bar.sync 0;
+            ret;
+        }
+    """
+    diags = lint(src, "k.ptx", block=(64, 1, 1))
+    assert where(diags) == {("TL201", 9)}
+    assert "same value" in diags[0].message
+    assert diags[0].data["same_value"] is True
+
+
+def test_atomics_do_not_race_with_atomics_but_with_plain_loads():
+    src = """
+        from numba import cuda, int32
+
+        @cuda.jit
+        def k(x, out):
+            h = cuda.shared.array(16, int32)
+            t = cuda.threadIdx.x
+            if t < 16:
+                h[t] = 0
+            cuda.syncthreads()
+            cuda.atomic.add(h, t % 16, 1)
+            out[t] = h[(t + 1) % 16]
+    """
+    diags = lint(src, "k.py", block=(64, 1, 1))
+    assert where(diags) == {("TL201", 11)}
+
+
+def test_divergent_barrier_still_orders():
+    # convention 3: a divergent barrier counts (its divergence is TL101's)
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, out):
+            s = cuda.shared.array(64, float32)
+            t = cuda.threadIdx.x
+            s[t] = x[t]
+            if x[0] > 0:
+                cuda.syncthreads()
+                out[t] = s[63 - t]
+    """
+    assert where(lint(src, "k.py", block=(64, 1, 1))) == set()
+
+
+PTX_WARP = """
+    .version 8.0
+    .target sm_80
+    .address_size 64
+    .visible .entry k(.param .u64 y)
+    {{
+        .shared .align 4 .b8 s[1024];
+        .reg .b32 %r<12>;
+        .reg .f32 %f<2>;
+        mov.u32 %r1, %tid.x;
+        shl.b32 %r2, %r1, 2;
+        mov.u32 %r3, s;
+        add.s32 %r4, %r3, %r2;
+        st.shared.u32 [%r4], %r1;
+        bar.warp.sync -1;
+        {index}
+        shl.b32 %r6, %r5, 2;
+        add.s32 %r7, %r3, %r6;
+        ld.shared.u32 %r8, [%r7];
+        ret;
+    }}
+"""
+
+
+def test_syncwarp_orders_the_lanes_of_one_warp():
+    # (t & ~31) | ((t + 1) & 31): the right neighbour inside t's warp
+    idx = "add.s32 %r9, %r1, 1; and.b32 %r10, %r9, 31; and.b32 %r11, %r1, -32; or.b32 %r5, %r11, %r10;"
+    assert lint(PTX_WARP.format(index=idx), "k.ptx", block=(256, 1, 1)) == []
+
+
+def test_syncwarp_does_not_order_two_warps():
+    idx = "add.s32 %r9, %r1, 32; and.b32 %r5, %r9, 255;"
+    diags = lint(PTX_WARP.format(index=idx), "k.ptx", block=(256, 1, 1))
+    assert where(diags) == {("TL201", 18)}
+    a, b = diags[0].witness["threads"]
+    assert a[0] // 32 != b[0] // 32
+
+
+def test_reduction_with_halving_stride_is_clean():
+    # `s //= 2` is a geometric counter: encoded in closed form, not as an unknown
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, out):
+            buf = cuda.shared.array(256, float32)
+            t = cuda.threadIdx.x
+            buf[t] = x[t]
+            cuda.syncthreads()
+            s = 128
+            while s > 0:
+                if t < s:
+                    buf[t] += buf[t + s]
+                cuda.syncthreads()
+                s //= 2
+            if t == 0:
+                out[0] = buf[0]
+    """
+    assert lint(src, "k.py", block=(256, 1, 1)) == []
+
+
+def test_reduction_missing_barrier_races():
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, out):
+            buf = cuda.shared.array(256, float32)
+            t = cuda.threadIdx.x
+            buf[t] = x[t]
+            cuda.syncthreads()
+            s = 128
+            while s > 0:
+                if t < s:
+                    buf[t] += buf[t + s]
+                s //= 2
+            cuda.syncthreads()
+            if t == 0:
+                out[0] = buf[0]
+    """
+    assert where(lint(src, "k.py", block=(256, 1, 1))) == {("TL201", 12)}
+
+
+# ---------------------------------------------------------------------------
+# TL202
+
+
+def test_oob_with_the_launch_shape():
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x):
+            tile = cuda.shared.array((16, 16), float32)
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            tile[ty, tx] = x[ty * 16 + tx]
+    """
+    assert lint(src, "k.py", block=(16, 16, 1)) == []
+    diags = lint(src, "k.py", block=(16, 32, 1))
+    assert where(diags) == {("TL202", 8)}
+    w = diags[0].witness
+    assert w["threads"][0][1] >= 16
+    assert "assuming" not in diags[0].message
+
+
+def test_oob_without_the_launch_shape_says_what_it_assumed():
+    src = """
+        .version 8.0
+        .target sm_80
+        .address_size 64
+        .visible .entry k()
+        .maxntid 256, 1, 1
+        {
+            .shared .align 4 .b8 s[512];
+            .reg .b32 %r<5>;
+            mov.u32 %r1, %tid.x;
+            shl.b32 %r2, %r1, 2;
+            mov.u32 %r3, s;
+            add.s32 %r4, %r3, %r2;
+            st.shared.u32 [%r4], %r1;
+            ret;
+        }
+    """
+    diags = lint(src, "k.ptx")
+    assert where(diags) == {("TL202", 13)}
+    d = diags[0]
+    assert "at most 256 threads (.maxntid" in d.message
+    assert d.data["assumed"]
+    assert d.witness["threads"][0][0] >= 128
+    # with the launch shape given, nothing is assumed and nothing is wrong
+    assert lint(src, "k.ptx", block=(128, 1, 1)) == []
+
+
+def test_numba_negative_index_wraps_around():
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, y):
+            s = cuda.shared.array(32, float32)
+            t = cuda.threadIdx.x
+            s[t] = x[t]
+            cuda.syncthreads()
+            y[t] = s[t - 32]
+    """
+    # -32..-1 is in bounds for Numba (it counts from the end)
+    assert where(lint(src, "k.py", block=(32, 1, 1)), "TL202") == set()
+    assert where(lint(src, "k.py", block=(64, 1, 1)), "TL202") == {("TL202", 7)}
+
+
+# ---------------------------------------------------------------------------
+# TL203
+
+
+def test_bank_conflict_ways_and_padding():
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, y):
+            tile = cuda.shared.array((32, {cols}), float32)
+            tx = cuda.threadIdx.x
+            ty = cuda.threadIdx.y
+            tile[ty, tx] = x[ty * 32 + tx]
+            cuda.syncthreads()
+            y[ty * 32 + tx] = tile[tx, ty]
+    """
+    diags = lint(src.format(cols=32), "k.py", block=(32, 32, 1))
+    assert where(diags) == {("TL203", 10)}
+    d = diags[0]
+    assert d.data["ways"] == 32 and d.severity.value == "info"
+    assert "(32, 33)" in d.message
+    assert lint(src.format(cols=33), "k.py", block=(32, 32, 1)) == []
+
+
+@pytest.mark.parametrize(("stride", "ways"), [(1, 1), (2, 2), (4, 4), (8, 8), (3, 1), (32, 32), (0, 1)])
+def test_bank_conflict_ways_by_stride(stride, ways):
+    src = f"""
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x):
+            s = cuda.shared.array(1024, float32)
+            t = cuda.threadIdx.x
+            s[t * {stride}] = x[t]
+    """
+    diags = lint(src, "k.py", block=(32, 1, 1), select=("TL203",))
+    got = diags[0].data["ways"] if diags else 1
+    assert got == ways
+
+
+def test_two_byte_and_sixteen_byte_accesses_share_words():
+    # 2-byte consecutive lanes: two lanes per word, no conflict; v4 loads: 8 lanes per phase
+    src = """
+        .version 8.0
+        .target sm_80
+        .address_size 64
+        .visible .entry k()
+        {
+            .shared .align 16 .b8 s[4096];
+            .reg .b32 %r<8>;
+            .reg .b16 %h<2>;
+            .reg .f32 %f<5>;
+            mov.u32 %r1, %tid.x;
+            shl.b32 %r2, %r1, 1;
+            mov.u32 %r3, s;
+            add.s32 %r4, %r3, %r2;
+            ld.shared.u16 %h1, [%r4];
+            shl.b32 %r5, %r1, 4;
+            add.s32 %r6, %r3, %r5;
+            ld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r6];
+            ret;
+        }
+    """
+    assert lint(src, "k.ptx", block=(32, 1, 1), select=("TL203",)) == []
+
+
+# ---------------------------------------------------------------------------
+# the phases and trip relations
+
+
+def test_phase_relations_of_a_loop_with_one_barrier():
+    src = """
+        from numba import cuda, float32
+
+        @cuda.jit
+        def k(x, out, n):
+            s = cuda.shared.array(128, float32)
+            t = cuda.threadIdx.x
+            acc = float32(0.0)
+            for i in range(n):
+                s[t] = x[i]
+                cuda.syncthreads()
+                acc += s[127 - t]
+            out[t] = acc
+    """
+    mf, k = facts_of(src, "k.py", block=(128, 1, 1))
+    store = next(a for a in mf.shared if a.kind == "write")
+    load = next(a for a in mf.shared if a.kind == "read")
+    bar = next(i for i in k.instrs() if memory.is_barrier(i))
+    reached = mf.phases.phase(bar, "workgroup")
+    # after the barrier at trip k: the load at trip k, the store at trip k + 1
+    assert {n for _lp, kind, n in next(iter(reached[load]))} == {0}
+    assert [(kind, n) for _lp, kind, n in next(iter(reached[store]))] == [("rel", 1)]
+    # the entry reaches the store at trip 0 (and the load only through the barrier)
+    entry = mf.phases.phase(None, "workgroup")
+    assert load not in entry
+    assert [(kind, n) for _lp, kind, n in next(iter(entry[store]))] == [("abs", 0)]
+
+
+def test_copy_walk_follows_the_group_queue():
+    src = PIPE_HEAD + """
+        // prologue: copy tile 0 into slot 0
+        mov.u32 %r40, 0;
+        {copy0}
+        cp.async.commit_group;
+        cp.async.wait_group 1;
+        bar.sync 0;
+        cp.async.wait_group 0;
+        bar.sync 0;
+        ret;
+    }}
+    """
+    src = src.format(nbytes=2048, copy0=_copy(0, "%r40", 2, "C0"))
+    mf, k = facts_of(src, "k.ptx", block=(256, 1, 1))
+    [c] = [a for a in mf.shared if a.kind == "copy"]
+    w = mf.phases.copy_walk(c)
+    bars = [i for i in k.instrs() if memory.is_barrier(i)]
+    waits = [i for i in k.instrs() if i.op is memory.O.CP_ASYNC_WAIT]
+    # wait_group 1 leaves the only group pending; wait_group 0 retires it
+    assert {b for b, _v in w.bars} == {bars[0]}
+    assert w.retiring == {waits[1]}
+    assert {i for i, _n in w.short_waits} == {waits[0]}
+    assert not w.never_retired
+
+
+# ---------------------------------------------------------------------------
+# TL204: pipelines of the bug table, against the research note's model
+
+PIPE_HEAD = """
+    .version 8.0
+    .target sm_80
+    .address_size 64
+    .visible .entry pipe(.param .u64 g, .param .u32 T)
+    {{
+        .shared .align 16 .b8 buf[{nbytes}];
+        .reg .pred %p<200>;
+        .reg .b32 %r<400>;
+        .reg .b64 %rd<200>;
+        .reg .f32 %f<100>;
+        ld.param.u64 %rd1, [g];
+        ld.param.u32 %r1, [T];
+        mov.u32 %r2, %tid.x;
+        shl.b32 %r3, %r2, 2;
+        mov.u32 %r4, buf;
+        cvt.u64.u32 %rd2, %r3;
+        add.s32 %r5, %r2, 1;
+        and.b32 %r6, %r5, 255;
+        shl.b32 %r7, %r6, 2;
+"""
+
+
+class _Regs:
+    def __init__(self):
+        self.r, self.rd, self.p, self.f, self.label = 100, 100, 100, 50, 0
+
+    def next(self, kind):
+        n = getattr(self, kind)
+        setattr(self, kind, n + 1)
+        return f"%{kind}{n}"
+
+
+def _copy(dk: int, k: str, S: int, label: str, regs: _Regs | None = None) -> str:
+    regs = regs or _Regs()
+    ra, rs, ro, rd_, rd2 = (regs.next("r") for _ in range(5))
+    x, sa, sa2 = (regs.next("rd") for _ in range(3))
+    p = regs.next("p")
+    return f"""
+        add.s32 {ra}, {k}, {dk};
+        setp.ge.s32 {p}, {ra}, %r1;
+        @{p} bra {label};
+        rem.u32 {rs}, {ra}, {S};
+        mul.lo.s32 {ro}, {rs}, 1024;
+        add.s32 {rd_}, %r4, {ro};
+        add.s32 {rd2}, {rd_}, %r3;
+        mul.wide.s32 {x}, {ra}, 1024;
+        add.s64 {sa}, %rd1, {x};
+        add.s64 {sa2}, {sa}, %rd2;
+        cp.async.ca.shared.global [{rd2}], [{sa2}], 4;
+    {label}:"""
+
+
+def _read(dk: int, k: str, S: int, regs: _Regs) -> str:
+    ra, rs, ro, rd_, rd2 = (regs.next("r") for _ in range(5))
+    f = regs.next("f")
+    return f"""
+        add.s32 {ra}, {k}, {dk};
+        rem.u32 {rs}, {ra}, {S};
+        mul.lo.s32 {ro}, {rs}, 1024;
+        add.s32 {rd_}, %r4, {ro};
+        add.s32 {rd2}, {rd_}, %r7;
+        ld.shared.f32 {f}, [{rd2}];"""
+
+
+def pipeline_ptx(S: int, prologue: list, body: list, epilogue: list) -> str:
+    """A kernel whose loop `for k in 0..T-1` runs ``body``; ops: ("copy", d)
+    copies tile k+d into slot (k+d) % S when k+d < T; ("copy+commit", d) also
+    commits inside that guard; ("commit",), ("wait", n), ("bar",), ("read", d)
+    reads tile k+d from its slot (each thread its right neighbour's word)."""
+    regs = _Regs()
+    out = [PIPE_HEAD.format(nbytes=S * 1024), "        mov.u32 %r8, 0;"]
+
+    def emit(op, k):
+        kind = op[0]
+        if kind in ("copy", "copy+commit"):
+            regs.label += 1
+            lab = f"SKIP{regs.label}"
+            text = _copy(op[1], k, S, lab, regs)
+            if kind == "copy+commit":
+                text = text.replace(f"\n    {lab}:", f"\n        cp.async.commit_group;\n    {lab}:")
+            out.append(text)
+        elif kind == "commit":
+            out.append("        cp.async.commit_group;")
+        elif kind == "wait":
+            out.append(f"        cp.async.wait_group {op[1]};")
+        elif kind == "bar":
+            out.append("        bar.sync 0;")
+        elif kind == "read":
+            out.append(_read(op[1], k, S, regs))
+
+    for op in prologue:
+        emit(op, "%r8")
+    out.append("""
+        mov.u32 %r9, 0;
+        setp.ge.s32 %p1, %r9, %r1;
+        @%p1 bra DONE;
+    LOOP:""")
+    for op in body:
+        emit(op, "%r9")
+    out.append("""
+        add.s32 %r9, %r9, 1;
+        setp.lt.s32 %p2, %r9, %r1;
+        @%p2 bra LOOP;
+    DONE:""")
+    for op in epilogue:
+        emit(op, "%r8")
+    out.append("        ret;\n    }")
+    return "\n".join(out)
+
+
+def model(S: int, prologue: list, body: list, epilogue: list, T: int) -> list[str]:
+    """Appendix B of research/staging.md: the happens-before model, on the
+    schedule unrolled for T trips."""
+    ops = []
+
+    def add(op, k):
+        kind = op[0]
+        if kind in ("copy", "copy+commit"):
+            tile = k + op[1]
+            if tile < T:
+                ops.append(("copy", tile, tile % S))
+                if kind == "copy+commit":
+                    ops.append(("commit",))
+        elif kind == "read":
+            tile = k + op[1]
+            ops.append(("read", tile, tile % S))
+        else:
+            ops.append(op)
+
+    for op in prologue:
+        add(op, 0)
+    for k in range(T):
+        for op in body:
+            add(op, k)
+    for op in epilogue:
+        add(op, 0)
+    errs, bars = [], [i for i, o in enumerate(ops) if o[0] == "bar"]
+
+    def hb(i, j):
+        return any(i < b < j for b in bars)
+
+    groups, pending, retire = [], [], {}
+    for i, o in enumerate(ops):
+        if o[0] == "copy":
+            pending.append(i)
+        elif o[0] == "commit":
+            groups.append(pending)
+            pending = []
+        elif o[0] == "wait":
+            for g in groups[: len(groups) - o[1]] if o[1] else groups:
+                for c in g:
+                    retire.setdefault(c, i)
+    copies = [i for i, o in enumerate(ops) if o[0] == "copy"]
+    reads = [i for i, o in enumerate(ops) if o[0] == "read"]
+    for r in reads:
+        _, tile, slot = ops[r]
+        cs = [i for i in copies if ops[i][1:] == (tile, slot) and i < r]
+        if not cs:
+            continue
+        c = max(cs)
+        w = retire.get(c)
+        if w is None or w > r:
+            errs.append(f"RAW read@{r}")
+            continue
+        if not hb(w, r):
+            errs.append(f"RAW read@{r}: no barrier")
+        errs += [f"WAW copy@{c2}" for c2 in copies if c < c2 < r and ops[c2][2] == slot]
+    for c in copies:
+        errs += [f"WAR copy@{c} vs read@{r}" for r in reads
+                 if r < c and ops[r][2] == ops[c][2] and ops[r][1] != ops[c][1] and not hb(r, c)]  # fmt: skip
+    return sorted(set(errs))
+
+
+def form_a(S, wait=None, commit_empty=True):
+    wait = S - 2 if wait is None else wait
+    commit = ("commit",) if commit_empty else None
+    pro = []
+    for t in range(S - 1):
+        pro += [("copy", t), ("commit",)] if commit_empty else [("copy+commit", t)]
+    body = [("wait", wait), ("bar",)]
+    body += [("copy", S - 1), commit] if commit_empty else [("copy+commit", S - 1)]
+    body += [("read", 0)]
+    return S, pro, [op for op in body if op], [("wait", 0)]
+
+
+def form_b(wait=0):
+    return 2, [("copy", 0), ("commit",), ("wait", 0), ("bar",)], \
+        [("copy", 1), ("commit",), ("read", 0), ("wait", wait), ("bar",)], [("wait", 0)]  # fmt: skip
+
+
+def form_b_no_wait():
+    return 2, [("copy", 0), ("commit",), ("bar",)], [("copy", 1), ("commit",), ("read", 0), ("bar",)], [("wait", 0)]
+
+
+def form_c(wait=1, trailing=True):
+    body = [("copy", 1), ("commit",), ("wait", wait), ("bar",), ("read", 0)] + ([("bar",)] if trailing else [])
+    return 2, [("copy", 0), ("commit",)], body, [("wait", 0)]
+
+
+PIPELINES = {
+    "form_a_s2": form_a(2),
+    "form_a_s3": form_a(3),
+    "form_a_s4": form_a(4),
+    "form_b_seed": form_b(),
+    "form_b_no_wait": form_b_no_wait(),
+    "form_c": form_c(),
+    "form_c_no_trailing_barrier": form_c(trailing=False),
+    "form_c_wait2": form_c(wait=2),
+    "form_a_s2_wait1": form_a(2, wait=1),
+    "form_a_s3_wait2": form_a(3, wait=2),
+    "form_a_s3_tail_uncommitted": form_a(3, commit_empty=False),
+}
+MODEL_VERDICTS = {  # research/staging.md 4.7
+    "form_a_s2": False, "form_a_s3": False, "form_a_s4": False, "form_b_seed": False, "form_b_no_wait": True,
+    "form_c": False, "form_c_no_trailing_barrier": True, "form_c_wait2": True, "form_a_s2_wait1": True,
+    "form_a_s3_wait2": True, "form_a_s3_tail_uncommitted": True,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_pipeline_against_the_happens_before_model(name):
+    S, pro, body, epi = PIPELINES[name]
+    hazard = any(model(S, pro, body, epi, T) for T in range(1, 9))
+    assert hazard == MODEL_VERDICTS[name]  # the model itself, as the note reports it
+    src = pipeline_ptx(S, pro, body, epi)
+    diags = lint(src, f"{name}.ptx", block=(256, 1, 1))
+    assert {d.code for d in diags} <= {"TL204"}, [d.message for d in diags]
+    assert bool(diags) == hazard, "\n".join(d.message for d in diags) or "no TL204"
+
+
+def test_pipeline_diagnostics_point_where_the_conventions_say():
+    # no trailing barrier: the refill copy is the later access (a copy into a slot others may still read)
+    S, pro, body, epi = form_c(trailing=False)
+    diags = lint(pipeline_ptx(S, pro, body, epi), "c.ptx", block=(256, 1, 1))
+    assert {d.data["kind"] for d in diags} == {"copy-into-read"}
+    assert all("cp.async" in d.message.split(" copies")[0] for d in diags)
+    # a wait count too large: the read is the later access
+    S, pro, body, epi = form_a(2, wait=1)
+    diags = lint(pipeline_ptx(S, pro, body, epi), "a.ptx", block=(256, 1, 1))
+    assert {d.data["kind"] for d in diags} == {"read-before-wait"}
+    assert all(d.message.startswith("`ld.shared") for d in diags)
+
+
+def test_copies_without_any_wait_overwrite_in_flight_copies():
+    S, pro, body, epi = 2, [("copy", 0), ("commit",)], [("copy", 1), ("commit",), ("bar",), ("read", 0), ("bar",)], []
+    diags = lint(pipeline_ptx(S, pro, body, epi), "n.ptx", block=(256, 1, 1))
+    kinds = {d.data["kind"] for d in diags}
+    assert "copy-over-inflight" in kinds and "read-before-wait" in kinds

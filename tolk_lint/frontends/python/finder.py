@@ -1,0 +1,681 @@
+"""Finding the kernels of a Python file, and what its names mean.
+
+One pass over the module (stdlib `ast`, never importing or running it)
+builds a `Scope` per module / function / class body: what each name is bound
+to and from which line (an import alias, a constant value, a function, or
+something unknown). Names are resolved to *qualified* names through those
+bindings (``from numba import cuda as nc`` makes ``nc.jit`` mean
+``numba.cuda.jit``), so decorators and intrinsics are recognised under any
+alias. A name's value is the binding in force at the line asked about (the
+kernel's ``def``); a name bound only further down the file takes its last
+binding (the module has run to the end when Numba compiles).
+
+Kernels are ``@cuda.jit`` functions (``device=True``: device functions),
+``@njit``/``@jit`` host kernels, and functions wrapped by a call
+(``k = cuda.jit(sig)(f)``), at module level or inside factory functions.
+For each function the pre-scan records which parameters are arrays
+(subscripted, ``.shape`` read, handed to an atomic or to a device function
+that treats them as arrays), their number of dimensions, and which are
+written.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
+from tolk_lint.frontends.python.vocabulary import (
+    ATOMIC_OPS,
+    CUDA,
+    CUDA_JIT,
+    DECLARE_DEVICE,
+    DTYPE_NAMES,
+    HOST_JIT,
+    dtype_of_qual,
+)
+from tolk_lint.ir.nodes import Span
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+_LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+
+
+# -- source positions ----------------------------------------------------------------
+
+
+class Source:
+    """The file's text, and spans of `ast` nodes in 1-based code-point columns
+    (`ast` counts UTF-8 bytes from 0)."""
+
+    def __init__(self, text: str, path: str):
+        self.text = text
+        self.path = path
+        self.lines = _LINE_SPLIT.split(text)
+        self._cache: dict[ast.AST, tuple[Span, str]] = {}
+
+    def col(self, line: int, byte_offset: int) -> int:
+        """1-based character column of a 0-based UTF-8 byte offset."""
+        if 1 <= line <= len(self.lines):
+            s = self.lines[line - 1]
+            if not s.isascii():
+                return len(s.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace")) + 1
+        return byte_offset + 1
+
+    def line_text(self, line: int) -> str:
+        return self.lines[line - 1] if 1 <= line <= len(self.lines) else ""
+
+    def loc(self, node: ast.AST) -> tuple[Span, str]:
+        """The span of ``node`` and its (shortened, one-line) source text."""
+        got = self._cache.get(node)
+        if got is not None:
+            return got
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end_col = len(self.line_text(end_line).encode("utf-8"))
+        span = Span(self.path, line, self.col(line, col), end_line, self.col(end_line, end_col))
+        first = self.line_text(line)
+        if end_line == line:
+            text = first[span.column - 1 : span.end_column - 1]
+        else:
+            text = first[span.column - 1 :].rstrip() + " ..."
+        if len(text) > 80:
+            text = text[:77] + "..."
+        got = (span, text)
+        self._cache[node] = got
+        return got
+
+    def span(self, node: ast.AST) -> Span:
+        return self.loc(node)[0]
+
+
+# -- scopes and bindings -------------------------------------------------------------
+
+
+@dataclass
+class Binding:
+    line: int
+    kind: str  # "const" | "alias" | "func" | "unknown" | "extern"
+    value: Any = None
+
+
+class Scope:
+    """Names bound in one module, function or class body, with the line of
+    each binding."""
+
+    def __init__(self, parent: Scope | None, kind: str, node: ast.AST | None = None):
+        self.parent = parent
+        self.kind = kind  # "module" | "function" | "class"
+        self.node = node
+        self.bindings: dict[str, list[Binding]] = {}
+
+    def bind(self, name: str, b: Binding) -> None:
+        self.bindings.setdefault(name, []).append(b)
+
+    def own(self, name: str, line: int) -> Binding | None:
+        bs = self.bindings.get(name)
+        if not bs:
+            return None
+        best = None
+        for b in bs:
+            if b.line < line:
+                best = b
+        return best if best is not None else bs[-1]
+
+    def lookup(self, name: str, line: int) -> tuple[Binding | None, Scope | None]:
+        s: Scope | None = self
+        while s is not None:
+            if s.kind != "class" or s is self:
+                b = s.own(name, line)
+                if b is not None:
+                    return b, s
+            s = s.parent
+        return None, None
+
+    def qual(self, node: ast.AST, line: int) -> str | None:
+        """The qualified name an expression stands for (``nc.shared.array`` ->
+        ``numba.cuda.shared.array``), or None."""
+        if isinstance(node, ast.Name):
+            b, _ = self.lookup(node.id, line)
+            if b is None:
+                return f"builtins.{node.id}" if node.id in BUILTIN_NAMES else None
+            if b.kind == "alias":
+                return b.value
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.qual(node.value, line)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def const_lookup(self, line: int):
+        def lookup(name: str) -> Any:
+            b, _ = self.lookup(name, line)
+            if b is None:
+                return UNKNOWN
+            if b.kind == "const":
+                return b.value
+            if b.kind == "alias":
+                return Alias(b.value)
+            return UNKNOWN
+
+        return lookup
+
+
+# -- functions -------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class FuncInfo:
+    name: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    scope: Scope  # where it is defined (its free names resolve here)
+    kind: str = "plain"  # "kernel" | "device" | "host" | "plain"
+    sig: list[tuple[str | None, int]] | None = None  # per parameter: (dtype, ndim)
+    ret: str | None = None  # return dtype from the signature
+    first_line: int = 0  # first decorator line, or the def line
+    params: list[str] = field(default_factory=list)
+    defaults: dict[str, ast.expr] = field(default_factory=dict)
+    array_params: dict[str, int] = field(default_factory=dict)  # name -> ndim guess
+    written_params: set[str] = field(default_factory=set)
+    locals: set[str] = field(default_factory=set)
+    multi: set[str] = field(default_factory=set)  # names assigned more than once, or in a loop
+    calls: list[tuple[ast.Call, list[tuple[int | str, str]]]] = field(default_factory=list)
+    has_varargs: bool = False
+    body_scope: Scope | None = None  # names bound inside it (for nested kernels)
+
+    @property
+    def line(self) -> int:
+        return self.node.lineno
+
+
+@dataclass
+class ExternInfo:
+    """``f = cuda.declare_device("name", sig)``: a foreign device function."""
+
+    name: str
+    line: int
+
+
+class Finder:
+    def __init__(self, tree: ast.Module, src: Source):
+        self.src = src
+        self.module = Scope(None, "module", tree)
+        self.funcs: list[FuncInfo] = []
+        self._by_node: dict[ast.AST, FuncInfo] = {}
+        self._collect(tree.body, self.module, conditional=False)
+        for fi in self.funcs:
+            _prescan(fi)
+        self._propagate()
+
+    # -- the walk ---------------------------------------------------------------------
+
+    def _collect(self, stmts: list[ast.stmt], scope: Scope, conditional: bool) -> None:
+        for st in stmts:
+            self._stmt(st, scope, conditional)
+
+    def _stmt(self, st: ast.stmt, scope: Scope, conditional: bool) -> None:
+        line = st.lineno
+        if isinstance(st, ast.Import):
+            for a in st.names:
+                if a.asname:
+                    scope.bind(a.asname, Binding(line, "alias", a.name))
+                else:
+                    top = a.name.split(".", 1)[0]
+                    scope.bind(top, Binding(line, "alias", top))
+        elif isinstance(st, ast.ImportFrom):
+            mod = st.module or ""
+            for a in st.names:
+                if a.name == "*":
+                    continue
+                name = a.asname or a.name
+                if st.level:
+                    scope.bind(name, Binding(line, "unknown"))
+                else:
+                    scope.bind(name, Binding(line, "alias", f"{mod}.{a.name}" if mod else a.name))
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            fi = self._function(st, scope)
+            scope.bind(st.name, Binding(line, "func", fi))
+        elif isinstance(st, ast.ClassDef):
+            scope.bind(st.name, Binding(line, "unknown"))
+            self._collect(st.body, Scope(scope, "class", st), conditional)
+        elif isinstance(st, ast.Assign):
+            for t in st.targets:
+                self._assign(t, st.value, scope, line, conditional)
+        elif isinstance(st, ast.AnnAssign):
+            if st.value is not None:
+                self._assign(st.target, st.value, scope, line, conditional)
+        elif isinstance(st, ast.AugAssign):
+            if isinstance(st.target, ast.Name):
+                old = scope.const_lookup(line)(st.target.id)
+                new = evaluate(
+                    ast.BinOp(ast.Name(st.target.id), st.op, st.value),
+                    lambda n: old if n == st.target.id else scope.const_lookup(line)(n),
+                    lambda n: scope.qual(n, line),
+                )
+                self._bind_value(st.target.id, new, scope, line, conditional)
+        elif isinstance(st, (ast.Expr, ast.Return)):
+            if isinstance(st.value, ast.Call):
+                self._jit_call(st.value, scope, line)
+        elif isinstance(st, (ast.If, ast.While)):
+            self._collect(st.body, scope, True)
+            self._collect(st.orelse, scope, True)
+        elif isinstance(st, (ast.For, ast.AsyncFor)):
+            for n in _target_names(st.target):
+                scope.bind(n, Binding(line, "unknown"))
+            self._collect(st.body, scope, True)
+            self._collect(st.orelse, scope, True)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            for item in st.items:
+                if item.optional_vars is not None:
+                    for n in _target_names(item.optional_vars):
+                        scope.bind(n, Binding(line, "unknown"))
+            self._collect(st.body, scope, conditional)
+        elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+            # imports in `try:` are the ones in force; `except ImportError:` fallbacks are not
+            self._collect(st.body, scope, conditional)
+            self._collect(st.orelse, scope, True)
+            self._collect(st.finalbody, scope, conditional)
+            for h in st.handlers:
+                for sub in h.body:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self._stmt(sub, scope, True)
+        elif isinstance(st, ast.Match):
+            for case in st.cases:
+                self._collect(case.body, scope, True)
+
+    def _assign(self, target: ast.expr, value: ast.expr, scope: Scope, line: int, conditional: bool) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, ast.Call):
+                fi = self._jit_call(value, scope, line)
+                if fi is not None:
+                    scope.bind(target.id, Binding(line, "func", fi))
+                    return
+                if scope.qual(value.func, line) in DECLARE_DEVICE:
+                    scope.bind(target.id, Binding(line, "extern", ExternInfo(target.id, line)))
+                    return
+            v = evaluate(value, scope.const_lookup(line), lambda n: scope.qual(n, line))
+            if isinstance(value, ast.Name):
+                b, _ = scope.lookup(value.id, line)
+                if b is not None and b.kind in ("func", "extern"):
+                    scope.bind(target.id, Binding(line, b.kind, b.value))
+                    return
+            self._bind_value(target.id, v, scope, line, conditional)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if (
+                isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                and not any(isinstance(e, ast.Starred) for e in target.elts)
+            ):
+                for t, v in zip(target.elts, value.elts):
+                    self._assign(t, v, scope, line, conditional)
+                return
+            for n in _target_names(target):
+                scope.bind(n, Binding(line, "unknown"))
+
+    def _bind_value(self, name: str, v: Any, scope: Scope, line: int, conditional: bool) -> None:
+        if isinstance(v, Alias):
+            scope.bind(name, Binding(line, "alias", v.qual))
+        elif v is UNKNOWN or conditional or v is None or isinstance(v, str):
+            scope.bind(name, Binding(line, "unknown"))
+        else:
+            scope.bind(name, Binding(line, "const", v))
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> FuncInfo:
+        fi = FuncInfo(node.name, node, scope)
+        fi.first_line = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        a = node.args
+        pos = list(a.posonlyargs) + list(a.args)
+        fi.params = [p.arg for p in pos] + [p.arg for p in a.kwonlyargs]
+        for p, d in zip(pos[len(pos) - len(a.defaults) :], a.defaults):
+            fi.defaults[p.arg] = d
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            if d is not None:
+                fi.defaults[p.arg] = d
+        fi.has_varargs = a.vararg is not None or a.kwarg is not None
+        for dec in node.decorator_list:
+            self._classify(fi, dec, scope, node.lineno)
+        self.funcs.append(fi)
+        self._by_node[node] = fi
+        body = Scope(scope, "function", node)
+        for p in fi.params + [x.arg for x in (a.vararg, a.kwarg) if x is not None]:
+            body.bind(p, Binding(node.lineno, "unknown"))
+        fi.locals = _assigned_names(node) | set(fi.params)
+        fi.multi = _multi_assigned(node, fi.params)
+        fi.body_scope = body  # constants a factory assigns are seen by its nested kernels
+        self._collect(node.body, body, conditional=False)
+        return fi
+
+    def _classify(self, fi: FuncInfo, dec: ast.expr, scope: Scope, line: int) -> bool:
+        call = dec if isinstance(dec, ast.Call) else None
+        q = scope.qual(call.func if call else dec, line)
+        if q in CUDA_JIT:
+            device = False
+            sig_node = None
+            if call is not None:
+                for kw in call.keywords:
+                    if kw.arg == "device":
+                        device = isinstance(kw.value, ast.Constant) and bool(kw.value.value)
+                    elif kw.arg in ("func_or_sig", "signature_or_function", "sig"):
+                        sig_node = kw.value
+                if call.args:
+                    sig_node = call.args[0]
+            fi.kind = "device" if device else "kernel"
+            if sig_node is not None:
+                fi.sig, fi.ret = parse_signature(sig_node, scope, line)
+            return True
+        if q in HOST_JIT:
+            if call is not None:
+                for kw in call.keywords:
+                    if kw.arg == "forceobj" and isinstance(kw.value, ast.Constant) and kw.value.value:
+                        return False
+                    if (
+                        kw.arg == "nopython"
+                        and isinstance(kw.value, ast.Constant)
+                        and kw.value.value is False
+                    ):
+                        return False
+                if call.args:
+                    fi.sig, fi.ret = parse_signature(call.args[0], scope, line)
+            fi.kind = "host"
+            return True
+        return False
+
+    def _jit_call(self, call: ast.Call, scope: Scope, line: int) -> FuncInfo | None:
+        """``cuda.jit(f)``, ``cuda.jit(sig)(f)``, ``cuda.jit(device=True)(f)``, ``njit(f)``."""
+        if len(call.args) != 1 or not isinstance(call.args[0], ast.Name):
+            return None
+        b, _ = scope.lookup(call.args[0].id, line + 1)
+        if b is None or b.kind != "func":
+            return None
+        fi: FuncInfo = b.value
+        inner = call.func
+        if isinstance(inner, ast.Call):
+            # cuda.jit(sig, device=...)(f): classify with the inner call as a decorator
+            if self._classify(fi, inner, scope, line):
+                return fi
+            return None
+        q = scope.qual(inner, line)
+        if q in CUDA_JIT:
+            fi.kind = "kernel"
+            return fi
+        if q in HOST_JIT:
+            fi.kind = "host"
+            return fi
+        return None
+
+    # -- array parameters through calls ---------------------------------------------------
+
+    def _propagate(self) -> None:
+        jitted = [f for f in self.funcs if f.kind != "plain"]
+        for _ in range(len(jitted) + 1):
+            changed = False
+            for fi in jitted:
+                for call, args in fi.calls:
+                    callee = self.resolve_call(fi, call)
+                    if callee is None:
+                        continue
+                    for slot, pname in args:
+                        if isinstance(slot, int):
+                            if slot >= len(callee.params):
+                                continue
+                            cparam = callee.params[slot]
+                        else:
+                            cparam = slot
+                        if cparam in callee.array_params:
+                            nd = callee.array_params[cparam]
+                            if fi.array_params.get(pname, -1) < nd:
+                                fi.array_params[pname] = nd
+                                changed = True
+                        if cparam in callee.written_params and pname not in fi.written_params:
+                            fi.written_params.add(pname)
+                            changed = True
+            if not changed:
+                break
+
+    def resolve_call(self, fi: FuncInfo, call: ast.Call) -> FuncInfo | None:
+        if not isinstance(call.func, ast.Name):
+            return None
+        scope = fi.body_scope or fi.scope
+        if call.func.id in fi.locals:
+            return None
+        b, _ = scope.lookup(call.func.id, fi.line)
+        if b is not None and b.kind == "func" and b.value.kind != "plain":
+            return b.value
+        return None
+
+    def kernels(self) -> list[FuncInfo]:
+        return [f for f in self.funcs if f.kind in ("kernel", "host")]
+
+    def devices(self) -> list[FuncInfo]:
+        return [f for f in self.funcs if f.kind == "device"]
+
+
+# -- signatures ------------------------------------------------------------------------
+
+
+def parse_signature(
+    node: ast.expr, scope: Scope, line: int
+) -> tuple[list[tuple[str | None, int]] | None, str | None]:
+    """``"void(float32[:], int32)"``, a list of them (the first counts), or the
+    same written with Numba types: per parameter (dtype, ndim), and the
+    return dtype."""
+    if (
+        isinstance(node, (ast.List, ast.Tuple))
+        and node.elts
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    ):
+        node = node.elts[0]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value.strip(), mode="eval").body
+        except SyntaxError:
+            return None, None
+        resolve = None
+    else:
+        resolve = scope
+    ret = None
+    if isinstance(node, ast.Call):
+        ret = _type_of(node.func, resolve, line)[0]
+        args = node.args
+    elif isinstance(node, ast.Tuple):
+        args = node.elts
+    else:
+        return None, None
+    return [_type_of(a, resolve, line) for a in args], ret
+
+
+def _type_of(node: ast.expr, scope: Scope | None, line: int) -> tuple[str | None, int]:
+    if isinstance(node, ast.Subscript):
+        dt = _type_of(node.value, scope, line)[0]
+        sl = node.slice
+        nd = len(sl.elts) if isinstance(sl, ast.Tuple) else 1
+        return dt, nd
+    if isinstance(node, ast.Call):
+        # types.Array(types.float32, 2, "C")
+        if (
+            isinstance(node.func, (ast.Name, ast.Attribute))
+            and _last_name(node.func) == "Array"
+            and len(node.args) >= 2
+        ):
+            dt = _type_of(node.args[0], scope, line)[0]
+            nd = (
+                node.args[1].value
+                if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, int)
+                else 1
+            )
+            return dt, nd
+        return None, 0
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        if scope is not None:
+            q = scope.qual(node, line)
+            dt = dtype_of_qual(q) if q else None
+            if dt is not None:
+                return dt, 0
+        return DTYPE_NAMES.get(_last_name(node) or ""), 0
+    return None, 0
+
+
+def _last_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+# -- pre-scan of a function body -------------------------------------------------------------
+
+_ARRAY_ATTRS = frozenset({"shape", "size", "ndim", "strides", "T", "dtype", "itemsize", "nbytes"})
+
+
+def _target_names(t: ast.expr) -> list[str]:
+    out = []
+    for n in ast.walk(t):
+        if isinstance(n, ast.Name):
+            out.append(n.id)
+    return out
+
+
+def _walk_body(node: ast.AST):
+    """Every node of a function body, not descending into nested functions,
+    classes or lambdas."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _assigned_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The function's local names (Python's rule: assigned anywhere in the
+    body, and not declared ``global``/``nonlocal``)."""
+    out: set[str] = set()
+    declared: set[str] = set()
+    for n in _walk_body(fn):
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, (ast.Store, ast.Del)):
+                out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add(a.asname or a.name.split(".", 1)[0])
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            declared.update(n.names)
+    return out - declared
+
+
+def _multi_assigned(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> set[str]:
+    """Names that may hold more than one value: stored more than once
+    (a parameter counts as one store), stored inside a loop, augmented, or a
+    loop target. The others are single-assignment: a constant stays one."""
+    counts: dict[str, int] = {p: 1 for p in params}
+    multi: set[str] = set()
+
+    def visit(node: ast.AST, in_loop: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            loop = in_loop or isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+            if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                counts[child.id] = counts.get(child.id, 0) + 1
+                if loop:
+                    multi.add(child.id)
+            elif isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Name):
+                multi.add(child.target.id)
+            elif isinstance(child, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for n in ast.walk(child.target):
+                    if isinstance(n, ast.Name):
+                        multi.add(n.id)
+            visit(child, loop)
+
+    visit(fn, False)
+    return multi | {n for n, c in counts.items() if c > 1}
+
+
+def _prescan(fi: FuncInfo) -> None:
+    params = set(fi.params)
+    scope = fi.body_scope or fi.scope
+    line = fi.line
+    arrays = fi.array_params
+    written = fi.written_params
+
+    def note(name: str, nd: int) -> None:
+        if arrays.get(name, -1) < nd:
+            arrays[name] = nd
+
+    for n in _walk_body(fi.node):
+        if isinstance(n, ast.Subscript):
+            depth = 0
+            base: ast.expr = n
+            while isinstance(base, ast.Subscript):
+                sl = base.slice
+                depth += len(sl.elts) if isinstance(sl, ast.Tuple) else 1
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in params:
+                note(base.id, depth)
+                if isinstance(n.ctx, ast.Store):
+                    written.add(base.id)
+            elif (
+                isinstance(base, ast.Attribute)
+                and base.attr == "shape"
+                and isinstance(base.value, ast.Name)
+                and base.value.id in params
+            ):
+                sl = n.slice
+                d = sl.value if isinstance(sl, ast.Constant) and isinstance(sl.value, int) else 0
+                note(base.value.id, d + 1)
+        elif isinstance(n, ast.Attribute) and n.attr in _ARRAY_ATTRS:
+            if isinstance(n.value, ast.Name) and n.value.id in params:
+                note(n.value.id, 1)
+        elif isinstance(n, (ast.For, ast.AsyncFor)):
+            if isinstance(n.iter, ast.Name) and n.iter.id in params:
+                note(n.iter.id, 1)
+        elif isinstance(n, ast.AugAssign):
+            base = n.target
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in params and base is not n.target:
+                written.add(base.id)
+        elif isinstance(n, ast.Call):
+            q = (
+                scope.qual(n.func, line)
+                if not (isinstance(n.func, ast.Name) and n.func.id in fi.locals)
+                else None
+            )
+            first = n.args[0] if n.args else None
+            fname = first.id if isinstance(first, ast.Name) and first.id in params else None
+            if q is not None and fname is not None:
+                rest = q[len(CUDA) :] if q.startswith(CUDA) else None
+                if rest is not None and rest.startswith("atomic.") and rest[7:] in ATOMIC_OPS:
+                    note(fname, 1)
+                    written.add(fname)
+                elif rest in ("ldca", "ldcg", "ldcs", "ldlu", "ldcv", "const.array_like"):
+                    note(fname, 1)
+                elif rest in ("stcg", "stcs", "stwb", "stwt"):
+                    note(fname, 1)
+                    written.add(fname)
+                elif q == "builtins.len":
+                    note(fname, 1)
+            args: list[tuple[int | str, str]] = []
+            for i, a in enumerate(n.args):
+                if isinstance(a, ast.Name) and a.id in params:
+                    args.append((i, a.id))
+            for kw in n.keywords:
+                if kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in params:
+                    args.append((kw.arg, kw.value.id))
+            if args:
+                fi.calls.append((n, args))
+    if fi.sig:
+        for p, (dt, nd) in zip(fi.params, fi.sig):
+            if nd > 0:
+                arrays[p] = nd
+            elif p in arrays and dt is not None and nd == 0:
+                pass

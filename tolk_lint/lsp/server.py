@@ -1,0 +1,435 @@
+"""``tolk-lint lsp``: the language server (pygls 2.x, over stdio).
+
+What it does, for ``.py`` and ``.ptx`` documents:
+
+- Diagnostics. A client that supports pull diagnostics
+  (``textDocument/diagnostic``) pulls them; any other client gets them
+  pushed (``textDocument/publishDiagnostics``) on open, on change (debounced:
+  0.3 s after the last edit of that document, so typing does not queue a
+  lint per keystroke) and on save. Never both, or an editor would show each
+  diagnostic twice (ruff's choice). Each carries its related locations (the
+  chain of reasons; for PTX the CUDA C line), ``codeDescription.href`` (the
+  rule's page) and its fix in ``data``.
+- Code actions: per diagnostic a quick fix (when it has one) and "ignore with
+  ``tolk: noqa: CODE``" (appended to the line's noqa, or a new ``#`` / ``//``
+  comment); and ``source.fixAll.tolk``, every safe fix of the document that
+  does not overlap another.
+- Hover over a code in a noqa comment, or over a flagged range: the rule's
+  documentation.
+- Settings: the nearest ``pyproject.toml`` with ``[tool.tolk-lint]`` above
+  each document, re-read when it changes (watched when the client allows,
+  else checked by modification time on every lint).
+- Robustness: the document's text is linted in memory
+  (`tolk_lint.engine.lint_text`) on one worker thread, so the event loop keeps
+  answering; results for an outdated version are dropped. An exception while
+  linting becomes a TL004 diagnostic at the top of that document, and a bad
+  configuration an error diagnostic naming the file; the server goes on.
+
+``initializationOptions`` may hold ``{"debounce": seconds}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from tolk_lint import __version__
+from tolk_lint.config import DEFAULT_SETTINGS, ConfigError, Settings, SettingsResolver
+from tolk_lint.diagnostics import Applicability, Diagnostic, Severity
+from tolk_lint.ir.nodes import Span
+from tolk_lint.lsp.convert import SOURCE, Positions, text_edits, to_lsp
+
+log = logging.getLogger("tolk_lint.lsp")
+
+FIX_ALL = "source.fixAll.tolk"
+DEBOUNCE_SECONDS = 0.3
+LANGUAGE_IDS = {"python": "python", "ptx": "ptx"}
+
+
+@dataclass
+class Linted:
+    """The latest lint of one document version."""
+
+    version: int | None
+    diagnostics: list[Diagnostic]
+    lsp: list[types.Diagnostic]
+
+
+class TolkLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("tolk-lint", __version__)
+        self.debounce = DEBOUNCE_SECONDS
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.linted: dict[str, Linted] = {}
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolk-lint")
+        self.resolver = SettingsResolver()
+        self._config_mtimes: dict[str, float] = {}
+
+    # ------------------------------------------------------------ capabilities
+
+    @property
+    def pull_mode(self) -> bool:
+        caps = getattr(self.protocol, "client_capabilities", None)
+        td = caps.text_document if caps is not None else None
+        return td is not None and td.diagnostic is not None
+
+    # ------------------------------------------------------------ settings
+
+    def settings_for(self, path: str) -> Settings:
+        """The document's settings; a changed ``pyproject.toml`` is re-read."""
+        for cfg, mtime in list(self._config_mtimes.items()):
+            try:
+                changed = os.path.getmtime(cfg) != mtime
+            except OSError:
+                changed = True
+            if changed:
+                self.reload_settings()
+                break
+        s = self.resolver.for_path(path)
+        if s.config_path and s.config_path not in self._config_mtimes:
+            try:
+                self._config_mtimes[s.config_path] = os.path.getmtime(s.config_path)
+            except OSError:
+                pass
+        return s
+
+    def reload_settings(self) -> None:
+        self.resolver = SettingsResolver()
+        self._config_mtimes.clear()
+
+    # ------------------------------------------------------------ linting
+
+    def lint_now(self, uri: str, text: str, version: int | None, language_id: str | None) -> Linted:
+        """Lint one document's text (on the worker thread). Never raises."""
+        from tolk_lint.engine import lint_text
+
+        path = document_path(uri, language_id)
+        language = None if path.endswith((".py", ".ptx")) else LANGUAGE_IDS.get(language_id or "")
+        pos = Positions(text.splitlines(), self._codec())
+        extra: list[types.Diagnostic] = []
+        try:
+            settings = self.settings_for(path)
+        except ConfigError as e:
+            settings = DEFAULT_SETTINGS
+            extra.append(types.Diagnostic(
+                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
+                message=f"tolk-lint: bad configuration, using the defaults: {e}",
+                severity=types.DiagnosticSeverity.Error, source=SOURCE))  # fmt: skip
+        try:
+            diags = lint_text(text, path, settings, language).diagnostics
+        except Exception as e:  # noqa: BLE001 - one document's failure never takes the server down
+            log.error("linting %s failed:\n%s", uri, traceback.format_exc())
+            diags = [Diagnostic("TL004", Severity.ERROR,
+                                f"tolk-lint failed on this file: {type(e).__name__}: {e}",
+                                Span(path, 1, 1, 1, 2), name="internal-error")]  # fmt: skip
+        lsp = extra + [to_lsp(d, uri, pos) for d in diags]
+        return Linted(version, diags, lsp)
+
+    def _codec(self):
+        try:
+            return self.workspace.position_codec
+        except Exception:  # noqa: BLE001 - before `initialize` there is no workspace: count code points
+            return None
+
+    async def lint(self, uri: str) -> Linted | None:
+        """The current version's lint, from the cache or the worker thread;
+        None if the document is closed. A lint still queued when the
+        document changes again is skipped (the worker runs one at a time, so
+        stale requests would otherwise pile up behind a slow file)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            doc = self.workspace.text_documents.get(uri)
+            if doc is None:
+                return None
+            cached = self.linted.get(uri)
+            if cached is not None and cached.version == doc.version:
+                return cached
+            version, text, language_id = doc.version, doc.source, doc.language_id
+            result = await loop.run_in_executor(self.executor, self._lint_if_current, uri, text, version, language_id)
+            if result is not None:
+                current = self.workspace.text_documents.get(uri)
+                if current is not None and current.version == version:
+                    self.linted[uri] = result
+                return result
+
+    def _lint_if_current(self, uri: str, text: str, version: int | None, language_id: str | None) -> Linted | None:
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or doc.version != version:
+            return None
+        return self.lint_now(uri, text, version, language_id)
+
+    async def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        result = await self.lint(uri)
+        doc = self.workspace.text_documents.get(uri)
+        if result is None or doc is None or doc.version != result.version:
+            return  # closed, or edited again: a newer publish is on its way
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=result.lsp))
+
+    def schedule(self, uri: str, delay: float) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish(uri)))
+
+    def relint_all(self) -> None:
+        self.linted.clear()
+        if self.pull_mode:
+            caps = self.protocol.client_capabilities.workspace
+            if caps is not None and caps.diagnostics is not None and caps.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri, 0)
+
+
+def document_path(uri: str, language_id: str | None = None) -> str:
+    """A file path for the document: its own, or for an unsaved buffer a
+    made-up name whose suffix says the language."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    if path:
+        return path
+    suffix = {"python": ".py", "ptx": ".ptx"}.get(language_id or "", "")
+    name = re.sub(r"[^\w.-]", "_", uri.rsplit("/", 1)[-1]) or "untitled"
+    return name if name.endswith((".py", ".ptx")) else name + suffix
+
+
+# ---------------------------------------------------------------- code actions, hover
+
+
+def _wants(kind: str, only: list[str] | None) -> bool:
+    return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def noqa_action(server: TolkLanguageServer, uri: str, d: types.Diagnostic) -> types.CodeAction | None:
+    from tolk_lint.suppress import comment_marker, noqa_insertion
+
+    doc = server.workspace.get_text_document(uri)
+    line0 = d.range.start.line
+    if line0 >= len(doc.lines) or not isinstance(d.code, str):
+        return None
+    text = doc.lines[line0].rstrip("\r\n")
+    marker = comment_marker(document_path(uri, doc.language_id), LANGUAGE_IDS.get(doc.language_id or ""))
+    ins = noqa_insertion(text, d.code, marker)
+    if ins is None:
+        return None
+    start, end, new = ins
+    pos = Positions([text], server.workspace.position_codec)
+    rng = pos.edit_range(1, start + 1, 1, end + 1)
+    rng = types.Range(start=types.Position(line=line0, character=rng.start.character),
+                      end=types.Position(line=line0, character=rng.end.character))  # fmt: skip
+    return types.CodeAction(
+        title=f"Ignore {d.code} for this line (`tolk: noqa: {d.code}`)",
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[d],
+        edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text=new)]}),
+    )
+
+
+def fix_all_edit(uri: str, linted: Linted, unsafe: bool = False) -> list[types.TextEdit]:
+    """Every safe fix (and unsafe ones if asked) that touches this document
+    only and does not overlap a fix taken before it, in document order."""
+    taken: list[types.TextEdit] = []
+    for d in linted.lsp:
+        fix = (d.data or {}).get("fix") if isinstance(d.data, dict) else None
+        if not fix:
+            continue
+        if fix["applicability"] != Applicability.SAFE.value and not (unsafe and fix["applicability"] == "unsafe"):
+            continue
+        by_uri = text_edits(fix)
+        if set(by_uri) != {uri}:
+            continue
+        edits = by_uri[uri]
+        if any(_overlaps(e.range, t.range) for e in edits for t in taken):
+            continue
+        taken += edits
+    return sorted(taken, key=lambda e: (e.range.start.line, e.range.start.character))
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    a0, a1 = (a.start.line, a.start.character), (a.end.line, a.end.character)
+    b0, b1 = (b.start.line, b.start.character), (b.end.line, b.end.character)
+    if a0 == a1 and b0 == b1:
+        return a0 == b0
+    return a0 < b1 and b0 < a1
+
+
+def _contains(r: types.Range, p: types.Position) -> bool:
+    return (r.start.line, r.start.character) <= (p.line, p.character) <= (r.end.line, r.end.character)
+
+
+def noqa_code_at(line: str, character: int) -> str | None:
+    """The code written under a code-point column in a noqa comment."""
+    from tolk_lint.suppress import parse_noqa
+
+    n = parse_noqa(line)
+    if n is None or n.codes_start is None or not (n.codes_start <= character <= (n.codes_end or 0)):
+        return None
+    for m in re.finditer(r"[A-Za-z]+[0-9]+", line[n.codes_start : n.codes_end]):
+        if m.start() <= character - n.codes_start <= m.end():
+            return m.group().upper()
+    return None
+
+
+def rule_hover(code: str) -> str | None:
+    from tolk_lint.outputs import rule_markdown
+    from tolk_lint.registry import rule_by_code
+
+    rule = rule_by_code(code)
+    return rule_markdown(rule) if rule is not None else None
+
+
+# ---------------------------------------------------------------- the server
+
+
+def create_server() -> TolkLanguageServer:
+    server = TolkLanguageServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TolkLanguageServer, params: types.InitializeParams) -> None:
+        opts = params.initialization_options
+        if isinstance(opts, dict) and isinstance(opts.get("debounce"), (int, float)):
+            ls.debounce = max(0.0, float(opts["debounce"]))
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TolkLanguageServer, params: types.InitializedParams) -> None:
+        caps = ls.protocol.client_capabilities.workspace
+        watch = caps.did_change_watched_files if caps is not None else None
+        if watch is not None and watch.dynamic_registration:
+            reg = types.Registration(
+                id="tolk-lint-config", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]))  # fmt: skip
+            ls.client_register_capability(types.RegistrationParams(registrations=[reg]))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: TolkLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        if not ls.pull_mode:
+            await ls.publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TolkLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        if not ls.pull_mode:
+            ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: TolkLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri.endswith("pyproject.toml"):
+            ls.reload_settings()
+            ls.relint_all()
+            return
+        if not ls.pull_mode:
+            old = ls.pending.pop(uri, None)
+            if old is not None:
+                old.cancel()
+            await ls.publish(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TolkLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        old = ls.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        ls.linted.pop(uri, None)
+        if not ls.pull_mode:
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: TolkLanguageServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(c.uri.endswith("pyproject.toml") for c in params.changes):
+            ls.reload_settings()
+            ls.relint_all()
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier="tolk-lint", inter_file_dependencies=False, workspace_diagnostics=False),
+    )
+    async def pull(ls: TolkLanguageServer, params: types.DocumentDiagnosticParams):
+        result = await ls.lint(params.text_document.uri)
+        return types.RelatedFullDocumentDiagnosticReport(items=result.lsp if result else [])
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]),
+    )
+    async def code_action(ls: TolkLanguageServer, params: types.CodeActionParams):
+        uri = params.text_document.uri
+        only = params.context.only
+        actions: list[types.CodeAction] = []
+        if _wants(types.CodeActionKind.QuickFix, only):
+            for d in params.context.diagnostics:
+                if d.source != SOURCE:
+                    continue
+                fix = d.data.get("fix") if isinstance(d.data, dict) else None
+                if fix:
+                    actions.append(types.CodeAction(
+                        title=f"{fix['title']} ({d.code})", kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[d], is_preferred=fix["applicability"] == Applicability.SAFE.value,
+                        edit=types.WorkspaceEdit(changes=text_edits(fix))))  # fmt: skip
+                noqa = noqa_action(ls, uri, d)
+                if noqa is not None:
+                    actions.append(noqa)
+        if _wants(FIX_ALL, only):
+            linted = await ls.lint(uri)
+            doc = ls.workspace.text_documents.get(uri)
+            edits = fix_all_edit(uri, linted) if linted is not None else []
+            if edits and doc is not None:
+                actions.append(types.CodeAction(
+                    title="tolk-lint: fix all auto-fixable problems", kind=FIX_ALL,
+                    edit=types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version),
+                        edits=edits)])))  # fmt: skip
+        return actions
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: TolkLanguageServer, params: types.HoverParams):
+        uri = params.text_document.uri
+        doc = ls.workspace.text_documents.get(uri)
+        if doc is None or params.position.line >= len(doc.lines):
+            return None
+        text = doc.lines[params.position.line].rstrip("\r\n")
+        pos = Positions([text], ls.workspace.position_codec)
+        _, col = pos.from_client(types.Position(line=0, character=params.position.character))
+        code = noqa_code_at(text, col)
+        if code is not None:
+            md = rule_hover(code)
+            if md is None:
+                return None
+            return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md))
+        linted = await ls.lint(uri)
+        if linted is None:
+            return None
+        parts, seen = [], set()
+        for d in linted.lsp:
+            if d.source == SOURCE and isinstance(d.code, str) and _contains(d.range, params.position):
+                parts.append(f"**{d.code}**: {d.message}")
+                if d.code not in seen:
+                    seen.add(d.code)
+                    md = rule_hover(d.code)
+                    if md:
+                        parts.append(md)
+        if not parts:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
+                                                        value="\n\n---\n\n".join(parts)))  # fmt: skip
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin/stdout until the client says exit."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    create_server().start_io()
