@@ -170,6 +170,7 @@ class Builder:
             if b not in self._sealed:
                 phi = self._phi(var, b)
                 self._incomplete.setdefault(b, []).append((var, phi))
+                self._defs[b][var] = phi.result  # one PHI per variable, whichever path asks first
                 v = phi.result
                 break
             if len(b.preds) == 1:
@@ -300,6 +301,9 @@ def _remove_trivial_phis(k: Kernel) -> None:
         b.instrs = [i for i in b.instrs if not (i.op is Opcode.PHI and i.result in replace)]
         for ins in b.instrs:
             ins.args = [find(a) for a in ins.args]
+            idx = ins.attrs.get("index")
+            if isinstance(idx, (tuple, list)):  # Python subscripts keep their index values
+                ins.attrs["index"] = type(idx)(find(x) if isinstance(x, Value) else x for x in idx)
     k.assumptions = [find(a) for a in k.assumptions]
     for p in k.params:
         if p.value is not None:

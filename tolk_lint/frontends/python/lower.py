@@ -50,8 +50,10 @@ Decisions worth knowing:
   in a kernel is a shape); one assigned again (or in a loop) holds CONSTs.
 - A name the file gives no value for (a factory's parameter captured by a
   nested kernel, a module global that is not a constant) is a uniform
-  ``PARAM`` (attrs ``global``: Numba freezes it when it compiles), reported
-  once as TL002. A device function lowered on its own (``Module.functions``)
+  ``PARAM`` (attrs ``global``: Numba freezes it when it compiles, so it is
+  as uniform as a kernel argument and needs no TL002); subscripted, a
+  ``const`` array. Calling such a name, or reading an attribute of it, is
+  TL002; so is an undefined name. A device function lowered on its own (``Module.functions``)
   has its PARAMs marked ``varying``. Every ``shape=0`` shared array gets a
   Buffer of its own, but Numba places them all at one address: they alias.
 """
@@ -657,7 +659,10 @@ class Lowerer:
         return self.emit(O.SPECIAL, [], (type,), {"name": name}, node, names=(name,)).result
 
     def global_value(self, g: GlobalRef, node) -> Value:
-        self.unsupported(g.node or node, f"global:{g.name}", g.name, g.why)
+        if g.why == "undefined name":
+            self.unsupported(g.node or node, f"global:{g.name}", g.name, g.why)
+        # a closure or module variable: frozen by Numba when it compiles the
+        # kernel, so a uniform value like a kernel argument (no TL002)
         v = self.global_params.get(g.name)
         if v is None:
             attrs = {"name": g.name, "global": True}
@@ -1336,7 +1341,7 @@ class Lowerer:
             if attr == "shape":
                 return self.attr(self.global_array(base, node), attr, node)
             self.unsupported(base.node or node, f"global:{base.name}", base.name, base.why)
-            return self.opaque(node, f"attr:{base.name}", None, base.why)
+            return self.opaque(node, f"global:{base.name}", None, base.why)
         if isinstance(base, ArrayRef):
             if attr == "shape":
                 return TupleLV([self.extent(base, d, node) for d in range(len(base.prefix), base.ndim)])
