@@ -115,7 +115,9 @@ class Bench:
         opts = {"debounce": debounce} if debounce is not None else None
         caps = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
             publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True)))  # fmt: skip
-        await self.client.initialize_async(types.InitializeParams(capabilities=caps, initialization_options=opts))
+        await self.client.initialize_async(
+            types.InitializeParams(capabilities=caps, initialization_options=opts)
+        )
         self.client.initialized(types.InitializedParams())
 
     async def stop(self) -> None:
@@ -132,14 +134,17 @@ class Bench:
                 raise TimeoutError(f"no diagnostics for {uri} version {version}")
             try:
                 await asyncio.wait_for(self.event.wait(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return self.arrived[(uri, version)]
 
     async def run(self, uri: str, text: str, language: str, edits: int) -> tuple[list[float], float, int]:
         t0 = time.perf_counter()
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+            )
+        )
         first = await self.wait(uri, 1) - t0
         lines = text.splitlines()
         last = len(lines) - 1
@@ -154,8 +159,12 @@ class Bench:
                 text=new)  # fmt: skip
             lines[last] = new
             sent = time.perf_counter()
-            self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=v), content_changes=[change]))
+            self.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=v),
+                    content_changes=[change],
+                )
+            )
             got = await self.wait(uri, v)
             times.append(got - sent)
         return times, first, self.counts.get((uri, edits + 1), -1)
@@ -170,12 +179,18 @@ def pct(xs: list[float], p: float) -> float:
 async def main(edits: int, debounces: list[float | None]) -> None:
     tmp = tempfile.mkdtemp(prefix="tolk-bench-lsp-")
     docs = []
-    for name, text, language in (("big_numba.py", numba_file(1000), "python"), ("big.ptx", ptx_file(5000), "ptx")):
+    for name, text, language in (
+        ("big_numba.py", numba_file(1000), "python"),
+        ("big.ptx", ptx_file(5000), "ptx"),
+    ):
         path = os.path.join(tmp, name)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         docs.append((path, text, language))
-    print(f"files in {tmp}: " + ", ".join(f"{os.path.basename(p)} ({t.count(chr(10))} lines)" for p, t, _ in docs))
+    print(
+        f"files in {tmp}: "
+        + ", ".join(f"{os.path.basename(p)} ({t.count(chr(10))} lines)" for p, t, _ in docs)
+    )
     for debounce in debounces:
         label = "default debounce (0.3 s)" if debounce is None else f"debounce {debounce:g} s"
         b = Bench()
@@ -202,7 +217,9 @@ def baseline() -> None:
             t0 = time.perf_counter()
             lint_text(text, path)
             times.append(time.perf_counter() - t0)
-        print(f"{'lint_text in process':>26} | {name:>13}: median of 3 {statistics.median(times) * 1000:7.0f} ms")
+        print(
+            f"{'lint_text in process':>26} | {name:>13}: median of 3 {statistics.median(times) * 1000:7.0f} ms"
+        )
 
 
 if __name__ == "__main__":

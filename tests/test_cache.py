@@ -55,7 +55,9 @@ def test_miss_then_hit(tmp_path):
     assert not hit and [d.code for d in first.diagnostics] == ["TL001"]
     second, hit = lint_cached(str(k), DEFAULT_SETTINGS, cache)
     assert hit and second.module is None
-    assert [diagnostic_to_json(d) for d in second.diagnostics] == [diagnostic_to_json(d) for d in first.diagnostics]
+    assert [diagnostic_to_json(d) for d in second.diagnostics] == [
+        diagnostic_to_json(d) for d in first.diagnostics
+    ]
     # the folder is marked as a cache and hidden from git
     root = tmp_path / CACHE_DIR_NAME
     assert (root / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")

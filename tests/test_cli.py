@@ -75,7 +75,9 @@ def test_show_suppressed(project):
     r = run("check", "--no-cache", "--show-suppressed", "k.py")
     assert "TL001" in r.output and "(suppressed)" in r.output
     assert r.exit_code == 0  # suppressed diagnostics never fail the run
-    items = json.loads(run("check", "--no-cache", "--show-suppressed", "--output-format", "json", "k.py").output)
+    items = json.loads(
+        run("check", "--no-cache", "--show-suppressed", "--output-format", "json", "k.py").output
+    )
     assert [(i["code"], i["suppressed"]) for i in items] == [("TL001", True)]
 
 
@@ -96,7 +98,9 @@ def test_colour_only_when_wanted(project):
     write("bad.py", BAD)
     assert "\x1b[" not in run("check", "--no-cache", "bad.py").output  # not a terminal
     assert "\x1b[" in run("check", "--no-cache", "bad.py", env={"FORCE_COLOR": "1"}).output
-    assert "\x1b[" not in run("check", "--no-cache", "bad.py", env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).output
+    assert (
+        "\x1b[" not in run("check", "--no-cache", "bad.py", env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).output
+    )
     assert "\x1b[" in run("check", "--no-cache", "--color", "always", "bad.py").output
     assert "\x1b[" not in run("check", "--no-cache", "--color", "never", "bad.py",
                               env={"FORCE_COLOR": "1"}).output  # fmt: skip
@@ -104,7 +108,16 @@ def test_colour_only_when_wanted(project):
 
 def test_output_file(project):
     write("bad.py", BAD)
-    r = run("check", "--no-cache", "--output-format", "json", "-o", "report.json", "bad.py", env={"FORCE_COLOR": "1"})
+    r = run(
+        "check",
+        "--no-cache",
+        "--output-format",
+        "json",
+        "-o",
+        "report.json",
+        "bad.py",
+        env={"FORCE_COLOR": "1"},
+    )
     assert r.exit_code == 1 and r.output == ""
     assert json.loads(open("report.json").read())[0]["code"] == "TL001"
 
@@ -113,8 +126,19 @@ def test_walk_respects_gitignore_exclude_and_hidden_folders(project):
     os.makedirs(".git")  # a work tree
     write(".gitignore", "ignored/\n*.gen.py\n")
     write("pyproject.toml", '[tool.tolk-lint]\nexclude = ["vendor/"]\n')
-    for name in ("src/a.py", "src/b.ptx", "src/c.txt", "ignored/x.py", "src/y.gen.py", "vendor/v.py",
-                 ".hidden/h.py", "build/b.py", "src/sub/.gitignore", "src/sub/keep.py", "src/sub/drop.py"):
+    for name in (
+        "src/a.py",
+        "src/b.ptx",
+        "src/c.txt",
+        "ignored/x.py",
+        "src/y.gen.py",
+        "vendor/v.py",
+        ".hidden/h.py",
+        "build/b.py",
+        "src/sub/.gitignore",
+        "src/sub/keep.py",
+        "src/sub/drop.py",
+    ):
         write(name, GOOD if name.endswith(".py") else "")  # fmt: skip
     write("src/sub/.gitignore", "drop.py\n")
     r = run("check", "--show-files", ".")
@@ -155,7 +179,11 @@ def test_missing_file_is_a_diagnostic(project):
 
 def test_commands_and_version():
     assert {"check", "rule", "rules", "lsp"} <= set(main.commands)
-    assert OPTIONAL_COMMANDS == ("tolk_lint.commands.stage", "tolk_lint.commands.fix", "tolk_lint.commands.validate")
+    assert OPTIONAL_COMMANDS == (
+        "tolk_lint.commands.stage",
+        "tolk_lint.commands.fix",
+        "tolk_lint.commands.validate",
+    )
     out = subprocess.run([sys.executable, "-m", "tolk_lint", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("tolk-lint, version ")
 

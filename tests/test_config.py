@@ -77,7 +77,9 @@ def test_nearest_pyproject_with_the_table_wins(tmp_path):
     write(tmp_path / "sub" / "deep" / "pyproject.toml", '[tool.tolk-lint]\ntarget = "sm_90"\n')
     os.makedirs(tmp_path / "sub" / "deep" / "k")
     assert find_config(str(tmp_path / "sub" / "x.py")) == str(tmp_path / "pyproject.toml")
-    assert find_config(str(tmp_path / "sub" / "deep" / "k" / "x.ptx")) == str(tmp_path / "sub" / "deep" / "pyproject.toml")
+    assert find_config(str(tmp_path / "sub" / "deep" / "k" / "x.ptx")) == str(
+        tmp_path / "sub" / "deep" / "pyproject.toml"
+    )
     r = SettingsResolver()
     assert r.for_path(str(tmp_path / "sub" / "a.py")).target == "sm_75"
     assert r.for_path(str(tmp_path / "sub" / "deep" / "k" / "b.py")).target == "sm_90"
@@ -125,7 +127,9 @@ def test_invalid_toml_names_the_file(tmp_path):
 
 
 def test_command_line_select_replaces_ignore_and_extend_select_add(tmp_path):
-    base = load_config(write(tmp_path / "pyproject.toml", '[tool.tolk-lint]\nselect=["TL1"]\nignore=["TL103"]\n'))
+    base = load_config(
+        write(tmp_path / "pyproject.toml", '[tool.tolk-lint]\nselect=["TL1"]\nignore=["TL103"]\n')
+    )
     # --select starts afresh: exactly what was asked, the file's ignore gone (ruff)
     s = Overrides(select=("TL101",)).apply(base)
     assert s.select == ("TL101",) and s.ignore == ()

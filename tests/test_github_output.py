@@ -7,7 +7,7 @@ import os
 from click.testing import CliRunner
 
 from tolk_lint.cli import main
-from tolk_lint.diagnostics import Diagnostic, Fix, Edit, Related, Severity
+from tolk_lint.diagnostics import Diagnostic, Edit, Fix, Related, Severity
 from tolk_lint.engine import LintResult
 from tolk_lint.ir.nodes import Span
 from tolk_lint.outputs.github import annotation, escape_data, escape_property, render

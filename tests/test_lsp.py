@@ -92,7 +92,9 @@ def make_client() -> LanguageClient:
         ls.diagnostics[params.uri] = params.diagnostics
         ls.publish_log.append((params.uri, params.version, [d.code for d in params.diagnostics]))  # type: ignore
 
-    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    register_lsp_features(
+        client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish}
+    )
     return client
 
 
@@ -200,7 +202,9 @@ async def test_diagnostic_on_open_then_gone_when_clean(client: LanguageClient, t
         assert all(r.location.uri == uri for r in d.related_information)
     if HAVE_TL101:
         line_text = bad.splitlines()[line - 1]
-        assert d.range.end.character <= len(line_text) and "bar.sync" in line_text or "syncthreads" in line_text
+        assert (
+            d.range.end.character <= len(line_text) and "bar.sync" in line_text or "syncthreads" in line_text
+        )
     change(client, uri, clean, 2)
     assert await until(lambda: codes(client, uri) == [] or None) is True
 
@@ -225,7 +229,9 @@ async def test_save_publishes(client: LanguageClient, tmp_path):
     open_doc(client, uri, NUMBA_BAD, "python")
     await until(lambda: codes(client, uri))
     before = len(client.publish_log)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     await until(lambda: len(client.publish_log) > before)
     assert client.publish_log[-1][2] == [CODE]
 
@@ -235,13 +241,15 @@ async def test_pull_diagnostics(pull_client: LanguageClient, tmp_path):
     uri = (tmp_path / "k.py").as_uri()
     open_doc(client, uri, NUMBA_BAD, "python")
     report = await client.text_document_diagnostic_async(
-        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert report.kind == "full"
     assert [d.code for d in report.items] == [CODE]
     assert report.items[0].range.start.line == NUMBA_LINE - 1
     change(client, uri, NUMBA_CLEAN, 2)
     report = await client.text_document_diagnostic_async(
-        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert list(report.items) == []
     assert uri not in client.diagnostics  # a pulling client is never pushed to
 
@@ -312,8 +320,11 @@ async def test_hover(client: LanguageClient, tmp_path):
     h = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=at_comment))  # fmt: skip
     assert h is not None and "**TL003**" in h.contents.value and "# unused-noqa (TL003)" in h.contents.value
-    nothing = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=1)))
+    nothing = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=1)
+        )
+    )
     assert nothing is None
 
 

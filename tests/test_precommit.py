@@ -130,7 +130,9 @@ def test_hook_fails_on_a_bad_kernel_and_passes_once_fixed(hook_repo, home, tmp_p
     assert "Passed" in out
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tolk_lint.commands.fix") is None, reason="`tolk-lint fix` is not built")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tolk_lint.commands.fix") is None, reason="`tolk-lint fix` is not built"
+)
 def test_fix_hook_removes_a_stale_noqa(hook_repo, home, tmp_path):
     consumer = str(tmp_path / "consumer")
     os.makedirs(consumer)

@@ -14,7 +14,7 @@ import pytest
 
 from tolk_lint.config import DEFAULT_SETTINGS, resolve_settings
 from tolk_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related, Severity
-from tolk_lint.engine import LintResult, lint_file
+from tolk_lint.engine import LintResult
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.outputs.sarif import render, sarif_log
 from tolk_lint.registry import all_rules
@@ -89,6 +89,7 @@ def assert_valid(validator, log: dict) -> None:
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
 
 
+@pytest.mark.slow  # every rule on every fixture: as slow as the analyses (they run in parallel)
 @pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, os.path.dirname(REPO)))
 def test_sarif_of_every_fixture_is_schema_valid(validator, linted, path):
     result = linted[path]
@@ -120,8 +121,11 @@ def rich_diagnostic(path: str, cu: str) -> Diagnostic:
         ],
         witness={"threads": [[15, 0, 0], [960, 0, 0]], "description": "threads 15 and 960"},
         data={"level": "workgroup"},
-        fix=Fix("Hoist the barrier", (Edit(path, 12, 5, 12, 16, ""), Edit(path, 14, 1, 14, 1, "bar.sync 0;\n")),
-                Applicability.UNSAFE),
+        fix=Fix(
+            "Hoist the barrier",
+            (Edit(path, 12, 5, 12, 16, ""), Edit(path, 14, 1, 14, 1, "bar.sync 0;\n")),
+            Applicability.UNSAFE,
+        ),
         name="divergent-barrier",
     )
 
@@ -143,7 +147,12 @@ def test_a_rich_result(validator, tmp_path):
     assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == "TL101"
     loc = res["locations"][0]
     assert loc["physicalLocation"]["artifactLocation"] == {"uri": "kernels/k.ptx", "uriBaseId": "%SRCROOT%"}
-    assert loc["physicalLocation"]["region"] == {"startLine": 12, "startColumn": 5, "endLine": 12, "endColumn": 16}
+    assert loc["physicalLocation"]["region"] == {
+        "startLine": 12,
+        "startColumn": 5,
+        "endLine": 12,
+        "endColumn": 16,
+    }
     assert loc["logicalLocations"] == [{"name": "column_sums", "kind": "function"}]
     rel = res["relatedLocations"]
     assert [r["id"] for r in rel] == [1, 2, 3, 4, 5]
@@ -158,14 +167,20 @@ def test_a_rich_result(validator, tmp_path):
     [fix] = res["fixes"]
     [change] = fix["artifactChanges"]
     assert change["artifactLocation"]["uri"] == "kernels/k.ptx"
-    assert change["replacements"][1]["deletedRegion"] == {"startLine": 14, "startColumn": 1, "endLine": 14,
-                                                          "endColumn": 1}
+    assert change["replacements"][1]["deletedRegion"] == {
+        "startLine": 14,
+        "startColumn": 1,
+        "endLine": 14,
+        "endColumn": 1,
+    }
     assert change["replacements"][1]["insertedContent"]["text"] == "bar.sync 0;\n"
     assert "threads 15 and 960" in res["message"]["text"]
 
 
 def test_a_path_outside_the_root_is_an_absolute_uri(validator, tmp_path):
-    d = Diagnostic("TL001", Severity.ERROR, "bad", Span("/elsewhere/my kernels/k.py", 1, 1, 1, 2), name="parse-error")
+    d = Diagnostic(
+        "TL001", Severity.ERROR, "bad", Span("/elsewhere/my kernels/k.py", 1, 1, 1, 2), name="parse-error"
+    )
     log = sarif_log([LintResult(d.span.path, None, [d])], root=str(tmp_path))
     assert_valid(validator, log)
     art = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from tolk_lint.config import DEFAULT_SETTINGS, resolve_settings
-from tolk_lint.diagnostics import Diagnostic, Edit, Severity
+from tolk_lint.diagnostics import Diagnostic, Severity
 from tolk_lint.engine import lint_text
 from tolk_lint.ir.nodes import Module, Origin, Span
 from tolk_lint.registry import rule_by_code
@@ -22,7 +22,9 @@ from tolk_lint.suppress import (
 
 
 def diag(code: str, line: int, path: str = "k.py", col: int = 1, origin: Origin | None = None) -> Diagnostic:
-    return Diagnostic(code, Severity.ERROR, f"{code} here", Span(path, line, col, line, col + 1), origin=origin)
+    return Diagnostic(
+        code, Severity.ERROR, f"{code} here", Span(path, line, col, line, col + 1), origin=origin
+    )
 
 
 def module(source: str, path: str = "k.py") -> Module:
@@ -88,7 +90,14 @@ def test_file_noqa():
 
 def test_line_noqa_suppresses_named_codes_only():
     m = module("a\nb  # tolk: noqa: TL101\nc  # tolk: noqa\nd  # tolk: noqa: TL2\n")
-    ds = [diag("TL101", 2), diag("TL102", 2), diag("TL103", 3), diag("TL203", 4), diag("TL101", 4), diag("TL101", 1)]
+    ds = [
+        diag("TL101", 2),
+        diag("TL102", 2),
+        diag("TL103", 3),
+        diag("TL203", 4),
+        diag("TL101", 4),
+        diag("TL101", 1),
+    ]
     kept, sup = apply_suppressions(ds, m, resolve_settings(ignore=("TL003",)))
     assert sorted((d.code, d.span.line) for d in sup) == [("TL101", 2), ("TL103", 3), ("TL203", 4)]
     assert sorted((d.code, d.span.line) for d in kept) == [("TL101", 1), ("TL101", 4), ("TL102", 2)]
@@ -96,7 +105,9 @@ def test_line_noqa_suppresses_named_codes_only():
 
 def test_file_level_noqa():
     m = module("// tolk: noqa-file: TL2\nx\ny\n", "k.ptx")
-    kept, sup = apply_suppressions([diag("TL201", 2, "k.ptx"), diag("TL101", 3, "k.ptx")], m, DEFAULT_SETTINGS)
+    kept, sup = apply_suppressions(
+        [diag("TL201", 2, "k.ptx"), diag("TL101", 3, "k.ptx")], m, DEFAULT_SETTINGS
+    )
     assert [d.code for d in sup] == ["TL201"] and [d.code for d in kept] == ["TL101"]
     m = module("# tolk: noqa-file\nx\n")
     kept, sup = apply_suppressions([diag("TL201", 2), diag("TL101", 2)], m, DEFAULT_SETTINGS)
@@ -119,12 +130,16 @@ def test_origin_line_in_cuda_source_suppresses(tmp_path):
 
 def test_per_file_ignores_deselect(tmp_path):
     root = str(tmp_path)
-    s = resolve_settings().with_(project_root=root, per_file_ignores=(("tests/**", ("TL2",)), ("!src/**", ("TL1",))))
+    s = resolve_settings().with_(
+        project_root=root, per_file_ignores=(("tests/**", ("TL2",)), ("!src/**", ("TL1",)))
+    )
     assert per_file_ignored(os.path.join(root, "tests", "a.py"), s) == ("TL2", "TL1")
     assert per_file_ignored(os.path.join(root, "src", "a.py"), s) == ()
     path = os.path.join(root, "tests", "a.py")
     m = module("x\n", path)
-    kept, sup = apply_suppressions([diag("TL201", 1, path), diag("TL101", 1, path), diag("TL001", 1, path)], m, s)
+    kept, sup = apply_suppressions(
+        [diag("TL201", 1, path), diag("TL101", 1, path), diag("TL001", 1, path)], m, s
+    )
     # deselected, not suppressed: they are not listed anywhere
     assert [d.code for d in kept] == ["TL001"] and sup == []
 

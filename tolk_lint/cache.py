@@ -90,8 +90,10 @@ def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:
         "span": span_to_json(d.span),
         "kernel": d.kernel,
         "origin": origin_to_json(d.origin),
-        "related": [{"message": r.message, "span": span_to_json(r.span), "origin": origin_to_json(r.origin)}
-                    for r in d.related],  # fmt: skip
+        "related": [
+            {"message": r.message, "span": span_to_json(r.span), "origin": origin_to_json(r.origin)}
+            for r in d.related
+        ],  # fmt: skip
         "witness": d.witness,
         "data": d.data,
         "fix": fix_to_json(d.fix),
@@ -108,8 +110,10 @@ def diagnostic_from_json(v: dict[str, Any]) -> Diagnostic:
         span=span_from_json(v["span"]),  # type: ignore[arg-type]
         kernel=v.get("kernel"),
         origin=origin_from_json(v.get("origin")),
-        related=[Related(r["message"], span_from_json(r.get("span")), origin_from_json(r.get("origin")))
-                 for r in v.get("related", [])],  # fmt: skip
+        related=[
+            Related(r["message"], span_from_json(r.get("span")), origin_from_json(r.get("origin")))
+            for r in v.get("related", [])
+        ],  # fmt: skip
         witness=v.get("witness"),
         data=v.get("data") or {},
         fix=fix_from_json(v.get("fix")),
@@ -135,7 +139,9 @@ def tool_fingerprint() -> str:
             for f in sorted(files):
                 if f.endswith((".py", ".lark")):
                     st = os.stat(os.path.join(dirpath, f))
-                    h.update(f"{os.path.relpath(os.path.join(dirpath, f), root)}:{st.st_mtime_ns}:{st.st_size}".encode())
+                    h.update(
+                        f"{os.path.relpath(os.path.join(dirpath, f), root)}:{st.st_mtime_ns}:{st.st_size}".encode()
+                    )
     return h.hexdigest()[:16]
 
 
@@ -185,7 +191,9 @@ class Cache:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def put(self, key: str, diagnostics: list[Diagnostic], suppressed: list[Diagnostic], deps: list[str]) -> bool:
+    def put(
+        self, key: str, diagnostics: list[Diagnostic], suppressed: list[Diagnostic], deps: list[str]
+    ) -> bool:
         """Store an entry; False when it cannot be (unserialisable data, a
         read-only folder): the run goes on uncached."""
         try:

@@ -42,7 +42,9 @@ def _codes(value: str | None) -> tuple[str, ...]:
         if not c:
             continue
         if not SELECTOR.match(c):
-            raise click.BadParameter(f"`{c}` is not a rule code or prefix (expected e.g. TL101, TL1, TL or ALL)")
+            raise click.BadParameter(
+                f"`{c}` is not a rule code or prefix (expected e.g. TL101, TL1, TL or ALL)"
+            )
         out.append(c)
     return tuple(out)
 
@@ -58,7 +60,9 @@ def _block(value: str | None) -> tuple[int, int, int] | None:
         raise click.BadParameter(f"expected one to three positive sizes, got `{value}`")
     dims += [1] * (3 - len(dims))
     if dims[0] * dims[1] * dims[2] > 1024:
-        raise click.BadParameter(f"a block holds at most 1024 threads; {value} holds {dims[0] * dims[1] * dims[2]}")
+        raise click.BadParameter(
+            f"a block holds at most 1024 threads; {value} holds {dims[0] * dims[1] * dims[2]}"
+        )
     return (dims[0], dims[1], dims[2])
 
 
@@ -89,7 +93,7 @@ class _Group(click.Group):
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(2)
-        except Exception as e:  # noqa: BLE001 - a bug ends the run with exit 2 and says so
+        except Exception as e:
             click.echo(f"tolk-lint: error: internal error: {type(e).__name__}: {e}", err=True)
             if os.environ.get("TOLK_LINT_DEBUG"):
                 traceback.print_exc()
@@ -131,7 +135,9 @@ def settings_from_options(
     configuration found from the current folder, under these flags.
     (``extend_select``, ``config`` and ``isolated`` may be passed too.)"""
     keys = ("extend_select", "config", "isolated", "show_suppressed")
-    ov = overrides_from_options(select, ignore, target, block, **{k: extra.pop(k) for k in keys if k in extra})
+    ov = overrides_from_options(
+        select, ignore, target, block, **{k: extra.pop(k) for k in keys if k in extra}
+    )
     s = SettingsResolver(ov).for_path(os.getcwd())
     changes = {k: v for k, v in extra.items() if v is not None}
     return s.with_(**changes) if changes else s
@@ -167,7 +173,9 @@ class _Progress:
         self.last = now
         width = 30
         filled = width * self.done // max(1, self.total)
-        sys.stderr.write(f"\rtolk-lint [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files")
+        sys.stderr.write(
+            f"\rtolk-lint [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files"
+        )
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -200,8 +208,10 @@ def lint_files(files: list[str], settings_of, use_cache: bool = True, jobs: int 
                     i = futures[fut]
                     try:
                         results[i] = fut.result()
-                    except Exception as e:  # noqa: BLE001 - a dead worker costs one file, not the run
-                        d = parse_error(tasks[i][0], f"internal error: the worker linting this file failed: {e}")
+                    except Exception as e:
+                        d = parse_error(
+                            tasks[i][0], f"internal error: the worker linting this file failed: {e}"
+                        )
                         d.code, d.name = "TL004", "internal-error"
                         results[i] = LintResult(tasks[i][0], None, [d])
                     bar.step()
@@ -221,7 +231,9 @@ def lint_files(files: list[str], settings_of, use_cache: bool = True, jobs: int 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--select", help="Comma-separated codes or prefixes to check (TL1, TL302); replaces the configured set.")
+@click.option(
+    "--select", help="Comma-separated codes or prefixes to check (TL1, TL302); replaces the configured set."
+)
 @click.option("--extend-select", help="Codes or prefixes to check on top of the configured set.")
 @click.option("--ignore", help="Comma-separated codes or prefixes to leave out.")
 @click.option("--target", help="Target architecture: sm_75, sm_80, sm_90, ..., or cpu.")
@@ -238,14 +250,20 @@ def lint_files(files: list[str], settings_of, use_cache: bool = True, jobs: int 
 )
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when diagnostics are found.")
-@click.option("--statistics", is_flag=True, help="Print the number of diagnostics per code instead of each one.")
+@click.option(
+    "--statistics", is_flag=True, help="Print the number of diagnostics per code instead of each one."
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print the diagnostics only: no summary, no progress.")
-@click.option("--show-suppressed", is_flag=True, help="Also report what `tolk: noqa` suppressed (marked as such).")
+@click.option(
+    "--show-suppressed", is_flag=True, help="Also report what `tolk: noqa` suppressed (marked as such)."
+)
 @click.option("--show-settings", is_flag=True, help="Print the resolved configuration and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the `.tolk_lint_cache` folder.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
-@click.option("--force-exclude", is_flag=True, help="Apply `exclude` and .gitignore to files named explicitly too.")
+@click.option(
+    "--force-exclude", is_flag=True, help="Apply `exclude` and .gitignore to files named explicitly too."
+)
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
 @click.option("--dump-ir", is_flag=True, help="Print the IR of every kernel instead of linting.")
 @click.option("--dump", "dump_what", type=click.Choice(["ir", "uniformity"]), help="Print an analysis dump.")
@@ -255,7 +273,9 @@ def check(paths, select, extend_select, ignore, target, block, config, isolated,
     """Lint files and folders (*.py, *.ptx)."""
     from tolk_lint.walk import iter_files
 
-    ov = overrides_from_options(select, ignore, target, block, extend_select, config, isolated, show_suppressed)
+    ov = overrides_from_options(
+        select, ignore, target, block, extend_select, config, isolated, show_suppressed
+    )
     resolver = SettingsResolver(ov)
     paths = list(paths) or ["."]
     files = list(iter_files(paths, settings_for=resolver.for_path, force_exclude=force_exclude))
@@ -275,7 +295,7 @@ def check(paths, select, extend_select, ignore, target, block, config, isolated,
         click.echo("tolk-lint: warning: no .py or .ptx files found under the given paths", err=True)
     results = lint_files(files, resolver.for_path, use_cache=not no_cache, jobs=jobs,
                          progress=not quiet and sys.stderr.isatty())  # fmt: skip
-    out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout  # noqa: SIM115
+    out = open(output_file, "w", encoding="utf-8") if output_file else sys.stdout
     try:
         _emit(results, output_format, out, quiet=quiet, statistics=statistics,
               show_suppressed=show_suppressed, color=color if not output_file else "never")  # fmt: skip

@@ -140,7 +140,9 @@ class ConfigError(Exception):
 
 
 def _err(path: str | None, key: str, message: str) -> ConfigError:
-    return ConfigError(message, path, f"tool.{TOOL_TABLE}.{key}" if path and path.endswith("pyproject.toml") else key)
+    return ConfigError(
+        message, path, f"tool.{TOOL_TABLE}.{key}" if path and path.endswith("pyproject.toml") else key
+    )
 
 
 def _str_list(value: Any, path: str | None, key: str) -> tuple[str, ...]:
@@ -171,7 +173,9 @@ def block_shape(value: Any, path: str | None, key: str) -> tuple[int, int, int]:
         raise _err(path, key, f"expected a block shape [X, Y, Z] of positive integers, got {value!r}")
     dims = list(value) + [1] * (3 - len(value))
     if dims[0] * dims[1] * dims[2] > 1024:
-        raise _err(path, key, f"a block holds at most 1024 threads; {value} holds {dims[0] * dims[1] * dims[2]}")
+        raise _err(
+            path, key, f"a block holds at most 1024 threads; {value} holds {dims[0] * dims[1] * dims[2]}"
+        )
     return (dims[0], dims[1], dims[2])
 
 
@@ -179,7 +183,7 @@ def _target(value: Any, path: str | None, key: str) -> str:
     from tolk_lint.target import parse_target
 
     if not isinstance(value, str):
-        raise _err(path, key, f"expected a target name such as \"sm_80\", got {value!r}")
+        raise _err(path, key, f'expected a target name such as "sm_80", got {value!r}')
     try:
         return parse_target(value).name
     except ValueError as e:
@@ -349,7 +353,9 @@ def _inline_config(text: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"--config `{text}` is neither a file nor a valid `key = value` TOML line: {e}") from None
+        raise ConfigError(
+            f"--config `{text}` is neither a file nor a valid `key = value` TOML line: {e}"
+        ) from None
 
 
 class SettingsResolver:

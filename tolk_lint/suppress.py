@@ -80,7 +80,9 @@ def parse_noqa(text: str, line: int = 0) -> Noqa | None:
     codes = m.group("codes")
     if codes is None:
         return Noqa(line, m.start(), m.end(), (), marker=m.group("marker"))
-    return Noqa(line, m.start(), m.end(), _split_codes(codes), m.start("codes"), m.end("codes"), m.group("marker"))
+    return Noqa(
+        line, m.start(), m.end(), _split_codes(codes), m.start("codes"), m.end("codes"), m.group("marker")
+    )
 
 
 def noqa_codes(line: str) -> frozenset[str] | None:
@@ -193,7 +195,7 @@ def apply_suppressions(
             n = parse_noqa(text, i)
             if n is not None:
                 noqas[i] = n
-    used: dict[int, set[str]] = {}  # noqa line -> written codes that matched ("" for blanket)
+    used: dict[int, set[str]] = {}  # line of a directive -> its codes that matched ("" if blanket)
     kept: list[Diagnostic] = []
     suppressed: list[Diagnostic] = []
     for d in diags:
@@ -267,7 +269,9 @@ def unused_noqa(
                 keep.append(c)
             elif not _known_prefix(c):
                 unknown.append(c)
-            elif not any(enabled(r.code, settings, ignored_here) for r in all_rules() if r.code.startswith(c)):
+            elif not any(
+                enabled(r.code, settings, ignored_here) for r in all_rules() if r.code.startswith(c)
+            ):
                 disabled.append(c)
             else:
                 unused.append(c)
@@ -286,7 +290,7 @@ def _tl003(path: str, lines: tuple[str, ...], n: Noqa, message: str, keep: tuple
     if keep:
         assert n.codes_start is not None and n.codes_end is not None
         edit = Edit(path, n.line, n.codes_start + 1, n.line, n.codes_end + 1, ", ".join(keep))
-        fix = Fix(f"Remove the unused codes from the `noqa` directive", (edit,))
+        fix = Fix("Remove the unused codes from the `noqa` directive", (edit,))
     else:
         fix = Fix("Remove the unused `noqa` directive", (_removal(path, lines, n, text),))
     return Diagnostic(UNUSED_NOQA, Severity.WARNING, message, span, data={"codes": list(n.codes)},

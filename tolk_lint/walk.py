@@ -16,8 +16,8 @@ staged file by name, and ``--force-exclude`` lets ``exclude`` still apply
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import Callable, Iterable, Iterator
 
 from tolk_lint.config import Settings
 

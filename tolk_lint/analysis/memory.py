@@ -370,7 +370,8 @@ class Phases:
         self.cfg = kernel.cfg()
         self.by_instr = {a.instr: a for a in accesses}
         self.holders = barrier_functions(module) if module is not None else set()
-        self._phase_cache: dict[tuple, dict[Access, set[Vec]]] = {}
+        self._phase_cache: dict[tuple, dict] = {}
+        self.uniform_branches: set[Block] = set()  # set by MemoryFacts: uniform two-way branches outside loops
         self._free_cycles: dict[tuple, bool] = {}
         self._loops_outer: dict[Block, tuple[Loop, ...]] = {}
         self.has_warp_sync = any(self._warp_boundary(i) for i in kernel.instrs())
@@ -479,6 +480,21 @@ class Phases:
     def phase(self, start: Instr | None, level: str) -> dict[Access, set[Vec]]:
         """Accesses reached from ``start`` (None: the entry) with no boundary,
         each with the trip relations it can be reached at."""
+        key = ("vec", start, level)
+        got = self._phase_cache.get(key)
+        if got is None:
+            got = defaultdict(set)
+            for acc, pairs in self.phase_paths(start, level).items():
+                for vec, _dec in pairs:
+                    got[acc].add(vec)
+            self._phase_cache[key] = got
+        return got
+
+    def phase_paths(self, start: Instr | None, level: str) -> dict[Access, set[tuple]]:
+        """Like `phase`, with the uniform branches each path took since the
+        phase start (outside loops, at most 8): two accesses whose paths took
+        one uniform branch two ways are never in one phase, since every
+        thread of the phase takes that branch the same way."""
         key = (start, level)
         got = self._phase_cache.get(key)
         if got is not None:
@@ -489,14 +505,14 @@ class Phases:
             b0 = start.block
             i0 = b0.instrs.index(start) + 1
             v0 = self.vec0(b0)
-        out: dict[Access, set[Vec]] = defaultdict(set)
+        out: dict[Access, set[tuple]] = defaultdict(set)
         seen: set = set()
-        work = [(b0, i0, v0)]
+        work = [(b0, i0, v0, frozenset())]
         while work:
-            b, i, vec = work.pop()
-            if (b, i, vec) in seen:
+            b, i, vec, dec = work.pop()
+            if (b, i, vec, dec) in seen:
                 continue
-            seen.add((b, i, vec))
+            seen.add((b, i, vec, dec))
             stopped = False
             for ins in b.instrs[i:]:
                 if self.boundary(ins, level):
@@ -504,11 +520,12 @@ class Phases:
                     break
                 acc = self.by_instr.get(ins)
                 if acc is not None:
-                    out[acc].add(vec)
+                    out[acc].add((vec, dec))
             if stopped:
                 continue
-            for s in b.succs:
-                work.append((s, 0, self.step(vec, b, s, level)))
+            split = b in self.uniform_branches and len(set(b.succs)) == 2 and len(dec) < 8
+            for j, s in enumerate(b.succs):
+                work.append((s, 0, self.step(vec, b, s, level), dec | {(b, j)} if split else dec))
         self._phase_cache[key] = out
         return out
 
@@ -597,6 +614,14 @@ def compose(walk_vec: Vec, phase_vec: Vec) -> Vec:
         if k[0] in "xh" and lp not in seen:
             out.append((lp, k, n))
     return tuple(out)
+
+
+def _compatible(da: frozenset, db: frozenset) -> bool:
+    """No uniform branch taken one way on one path and the other way on the other."""
+    if not da or not db:
+        return True
+    ways = dict(da)
+    return all(ways.get(b, j) == j for b, j in db)
 
 
 def _normalize(a: Access, va: Vec, b: Access, vb: Vec) -> tuple:
@@ -883,7 +908,9 @@ class _Query:
         out = []
         for ex in lp.exits:
             iv = ex.iv
-            if iv is None or ex.bound is None or not all(cfg.dominates(ex.branch.block, l) for l in lp.latches):
+            if iv is None or iv.step is None or ex.bound is None or not all(
+                cfg.dominates(ex.branch.block, l) for l in lp.latches
+            ):  # a loop-invariant, non-constant step: no closed form here
                 continue
             try:
                 start = enc._bv(enc.enc(iv.start, t))
@@ -1063,7 +1090,8 @@ class MemoryFacts:
         self.ivs: dict[Value, tuple[Loop, Any]] = {}
         for lp in self.cfg.loops:
             for iv in lp.ivs:
-                self.ivs[iv.phi] = (lp, iv)
+                if iv.step is not None:  # constant steps only: the address algebra needs them
+                    self.ivs[iv.phi] = (lp, iv)
         self._evals: dict[tuple, _ThreadEval] = {}
         self._kind_vec = None
         self._fwd: dict[Block, set] = {}
@@ -1103,6 +1131,12 @@ class MemoryFacts:
     def phases(self) -> Phases:
         if self._phases is None:
             self._phases = Phases(self.k, self.module, self.shared)
+            info = self.info
+            self._phases.uniform_branches = {
+                b for b in self.k.blocks
+                if b.terminator is not None and b.terminator.op is O.BRANCH and not self.cfg.loops_around(b)
+                and b not in info.divergent_branches and b in self.cfg.order
+            }  # fmt: skip
         return self._phases
 
     # -- races -------------------------------------------------------------------------
@@ -1164,14 +1198,14 @@ class MemoryFacts:
         for level, same_warp in levels:
             cands: dict[tuple, bool] = {}
             for start in ph.starts(level):
-                reached = ph.phase(start, level)
-                items = [(a, v) for a, vs in reached.items() if a.kind != "copy" for v in vs]
-                items.sort(key=lambda x: (x[0].order, _vec_repr(x[1])))
-                for i, (a, va) in enumerate(items):
-                    for b, vb in items[i:]:
+                reached = ph.phase_paths(start, level)
+                items = [(a, v, d) for a, vs in reached.items() if a.kind != "copy" for v, d in vs]
+                items.sort(key=lambda x: (x[0].order, _vec_repr(x[1]), len(x[2])))
+                for i, (a, va, da) in enumerate(items):
+                    for b, vb, db in items[i:]:
                         if not (a.writes or b.writes) or (a.kind == "atomic" and b.kind == "atomic"):
                             continue
-                        if not self._may_alias(a, b):
+                        if not self._may_alias(a, b) or not _compatible(da, db):
                             continue
                         if self._infeasible(a, va, b, vb):
                             continue
@@ -1189,16 +1223,16 @@ class MemoryFacts:
             walks = {c: ph.copy_walk(c) for c in copies}
             # the phase a copy is issued in: anything in it, before or after the copy
             for start in ph.starts("workgroup"):
-                reached = ph.phase(start, "workgroup")
+                reached = ph.phase_paths(start, "workgroup")
                 for c, vcs in reached.items():
                     if c.kind != "copy":
                         continue
-                    for vc in vcs:
+                    for vc, dc in vcs:
                         for x, vxs in reached.items():
                             if not self._may_alias(c, x):
                                 continue
-                            for vx in vxs:
-                                if not self._infeasible(c, vc, x, vx):
+                            for vx, dx in vxs:
+                                if _compatible(dc, dx) and not self._infeasible(c, vc, x, vx):
                                     cands2[_normalize(c, vc, x, vx)] = False
             # the phases it stays pending in: what comes after it there
             for c, w in walks.items():
@@ -1342,10 +1376,12 @@ class MemoryFacts:
         plain = [it for it in items if hints.get(id(it[0]), {}).get(_vec_repr(it[1])) is None]
         cheap_base = ([wr] if wr is not None else []) + bounds_a
         survivors: list = []
-        if plain:
+        if plain and self.k.launch.block is None:
             v = self._solve(q, z3.And(*cheap_base, z3.Or(*[it[5] for it in plain])))
             if v.status != "unsat":
                 survivors = plain
+        else:
+            survivors = plain
         # partners whose collision the concrete pass found: confirm with the threads fixed
         remaining = []
         for it in items:
@@ -1620,7 +1656,7 @@ class MemoryFacts:
             cv = _const_int(ex.bound) if ex.bound is not None else None
             st = _const_int(iv.start) if iv is not None else None
             d = ex.cond.defn
-            if iv is not None and cv is not None and st is not None and d is not None and d.op is O.CMP:
+            if iv is not None and iv.step is not None and cv is not None and st is not None and d is not None and d.op is O.CMP:
                 swapped = d.args[0] is ex.bound or _const_int(d.args[0]) is not None and d.args[1] in (iv.phi, iv.next)
                 for trip in range(0, 257):
                     x = st + iv.step * (trip + (1 if ex.uses_next else 0))
@@ -1807,7 +1843,7 @@ class MemoryFacts:
     def _solve(self, q: _Query, goal) -> smt.Verdict:
         self.queries += 1
         STATS["queries"] += 1
-        v = smt.solve(q.enc, goal, self.rlimit)
+        v = _solve_bv(q.enc, goal, self.rlimit)
         if v.status == "unknown":
             self.unknown += 1
         return v
@@ -1887,7 +1923,7 @@ class MemoryFacts:
         if model is not None and q is not None:
             witness = self._witness(q, model, a, trips_a, b, trips_b, fa, same_thread)
             if code == "TL201" and a.kind == "write" and b.kind == "write" and fa is not None and fb is not None:
-                same_value = self._same_value(q, a, ta, b, tb, fa, fb)
+                same_value = self._same_value(q, a, ta, b, tb, fa, fb, model)
         return Race(code, kind, later, other, copy, same_thread, same_value, witness, status, reason, walk, model)
 
     def _kind(self, code, later: Access, other: Access, copy, same_thread, walks) -> str:
@@ -1912,13 +1948,15 @@ class MemoryFacts:
             return "read-before-wait"
         return "read-before-barrier"
 
-    def _same_value(self, q: _Query, a, ta, b, tb, fa, fb) -> bool:
+    def _same_value(self, q: _Query, a, ta, b, tb, fa, fb, model=None) -> bool:
         z3 = q.z3
         try:
             va = q.stored_value(a, 0, ta)
             vb = q.stored_value(b, 1, tb)
             if va is None or vb is None or va.size() != vb.size():
                 return False
+            if model is not None and _val(model, va) != _val(model, vb):
+                return False  # the witness itself stores two values
             base = q.conditions(a, 0, ta) + q.conditions(b, 1, tb)
             goal = z3.And(*base, q.overlap(fa, fb), va != vb)
             return self._solve(q, goal).status == "unsat"
@@ -2174,6 +2212,46 @@ def _inside_succ(branch: Instr, lp: Loop) -> Block:
     return tt if tt in lp.blocks else ff
 
 
+_TACTIC = None
+
+
+def _solve_bv(enc, goal, rlimit: int) -> smt.Verdict:
+    """`smt.solve`'s question through a bit-blasting tactic (simplify, solve
+    equations, drop unconstrained terms, Ackermannize the uninterpreted
+    functions, bit-blast, SAT): the memory queries are pure bit-vector
+    arithmetic over many small terms, where this is a few times faster than
+    the default solver. Same deterministic resource limit; when the tactic
+    cannot decide for another reason, `smt.solve` answers."""
+    global _TACTIC
+    z3 = smt.z3mod()
+    if _TACTIC is None:
+        _TACTIC = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify",
+                          "ackermannize_bv", "bit-blast", "sat")  # fmt: skip
+    smt.STATS["queries"] += 1
+    start = time.perf_counter()
+    try:
+        s = _TACTIC.solver()
+        s.set("rlimit", rlimit)
+        s.add(*enc.constraints)
+        s.add(goal)
+        r = s.check()
+        reason = s.reason_unknown() if r == z3.unknown else ""
+    except z3.Z3Exception as e:  # noqa: F841
+        r, reason = None, "tactic failed"
+    smt.STATS["seconds"] += time.perf_counter() - start
+    if r == z3.unsat:
+        smt.STATS["unsat"] += 1
+        return smt.Verdict("unsat")
+    if r == z3.sat:
+        smt.STATS["sat"] += 1
+        return smt.Verdict("sat", s.model())
+    if "resource" in (reason or ""):
+        smt.STATS["unknown"] += 1
+        return smt.Verdict("unknown", reason="resource limit")
+    smt.STATS["queries"] -= 1
+    return smt.solve(enc, goal, rlimit)
+
+
 def _line_block(x) -> int:
     b = x.header if isinstance(x, Loop) else x
     for ins in b.instrs:
@@ -2413,8 +2491,12 @@ class _ThreadEval:
                 return (_EMPTY, [f(ln) for ln in self.lane])
             if v in self.info.varying:
                 raise _Unknown
-            return self.atom(v)
-        if op in (O.PARAM, O.ADDR, O.UNDEF):
+            return (frozenset({(("special", name), 1)}), 0)
+        if op is O.ADDR:
+            return (frozenset({(("addr", d.attrs.get("buffer")), 1)}), 0)
+        if op is O.PARAM:
+            return (frozenset({(("param", d.attrs.get("name")), 1)}), 0)
+        if op is O.UNDEF:
             return self.atom(v)
         if op is O.PHI:
             hit = self.iv.get(v)
@@ -2482,8 +2564,16 @@ class _ThreadEval:
                 return (_sadd(_smul(s2, c1), s3), self._map(lambda a, b: a * c1 + b, c2, c3))
         if op is O.CVT and args:
             src = d.attrs.get("from_type") or d.args[0].type
-            if not (is_float(src) or is_float(v.type)) and type_bits(v.type) >= type_bits(src):
-                return args[0]
+            if not (is_float(src) or is_float(v.type)):
+                if type_bits(v.type) >= type_bits(src):
+                    return args[0]
+                # narrowing a value a right shift already brought in range
+                sd = self.mf.canon(d.args[0]).defn
+                if sd is not None and sd.op is O.SHR and len(sd.args) == 2:
+                    sh = _const_int(sd.args[1])
+                    if sh is not None and sh >= type_bits(src) - type_bits(v.type) and \
+                            not (sd.attrs.get("signed") or is_signed(sd.result.type)):  # fmt: skip
+                        return args[0]
         # a trip split as P*Q + r: low bits and small moduli see only r
         got = self._periodic(d, v, args)
         if got is not None:
@@ -2501,6 +2591,15 @@ class _ThreadEval:
         op = d.op
         if op not in (O.AND, O.REM, O.DIV, O.SHR, O.XOR, O.OR) or len(args) != 2:
             return None
+        if op is O.SHR:
+            magic = _magic_division(d, self.mf.canon)
+            if magic is not None:
+                x, div = magic
+                try:
+                    args = [self.get(x), (_EMPTY, div)]
+                except _Unknown:
+                    return None
+                op = O.DIV
         (s1, c1), (s2, c2) = args
         if s2 or not isinstance(c2, int) or not s1:
             return None
@@ -2685,6 +2784,38 @@ _STRUCT_OPS = frozenset(
 )  # fmt: skip
 
 
+def _magic_division(d: Instr, canon) -> tuple[Value, int] | None:
+    """``(x * M) >> s`` (``mul.wide``/``mul.lo`` then a right shift), the way a
+    compiler divides an unsigned 32-bit ``x`` by a constant: (x, divisor)."""
+    if d.op is not O.SHR or len(d.args) != 2 or d.attrs.get("signed"):
+        return None
+    s = _const_int(d.args[1])
+    m = canon(d.args[0]).defn
+    if s is None or m is None or m.op is not O.MUL or len(m.args) != 2:
+        return None
+    M = _const_int(m.args[1])
+    x = m.args[0]
+    if M is None:
+        M, x = _const_int(m.args[0]), m.args[1]
+    if M is None:
+        return None
+    M &= (1 << 32) - 1
+    shift = s + (32 if m.attrs.get("hi") else 0)
+    if m.attrs.get("hi") and m.attrs.get("wide"):
+        return None
+    if not m.attrs.get("hi") and type_bits(m.result.type) < 64:
+        return None
+    if M == 0 or not 32 <= shift < 64:
+        return None
+    div = round((1 << shift) / M)
+    if div < 2 or div > 1 << 16:
+        return None
+    for x0 in (*range(0, 3000), (1 << 32) - 1, (1 << 31) + 7, 123456789, 4000000000):
+        if (x0 * M) >> shift != x0 // div:
+            return None
+    return x, div
+
+
 def _const_int(v: Value | None) -> int | None:
     d = v.defn if v is not None else None
     if d is not None and d.op is O.CONST and isinstance(d.attrs.get("value"), int) and \
@@ -2758,6 +2889,10 @@ def _period(kernel: Kernel, cap: int = 48) -> int:
         if len(dep) == n:
             break
     for ins in kernel.instrs():
+        magic = _magic_division(ins, lambda v: v) if ins.op is O.SHR else None
+        if magic is not None and magic[0] in dep and magic[1] <= 16:
+            cands.add(magic[1])
+            continue
         if ins.op not in (O.AND, O.REM, O.DIV, O.SHR) or len(ins.args) != 2 or ins.args[0] not in dep:
             continue
         d = ins.args[1].defn

@@ -13,7 +13,8 @@ without linting again (ruff's pattern): ``{"code", "fix": {"title",
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from lsprotocol import types
 
@@ -94,7 +95,9 @@ def related_information(d: Diagnostic, uri: str, pos: Positions) -> list[types.D
         out.append(types.DiagnosticRelatedInformation(_origin_location(chain[0], d.span.path),
                                                       "the source line this comes from"))  # fmt: skip
         for o in chain[1:]:
-            out.append(types.DiagnosticRelatedInformation(_origin_location(o, d.span.path), "inlined into this call"))
+            out.append(
+                types.DiagnosticRelatedInformation(_origin_location(o, d.span.path), "inlined into this call")
+            )
     for r in d.related:
         if r.origin is not None:
             loc = _origin_location(r.origin.outermost(), d.span.path)

@@ -37,7 +37,6 @@ import re
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -127,7 +126,7 @@ class TolkLanguageServer(LanguageServer):
                 severity=types.DiagnosticSeverity.Error, source=SOURCE))  # fmt: skip
         try:
             diags = lint_text(text, path, settings, language).diagnostics
-        except Exception as e:  # noqa: BLE001 - one document's failure never takes the server down
+        except Exception as e:
             log.error("linting %s failed:\n%s", uri, traceback.format_exc())
             diags = [Diagnostic("TL004", Severity.ERROR,
                                 f"tolk-lint failed on this file: {type(e).__name__}: {e}",
@@ -138,7 +137,7 @@ class TolkLanguageServer(LanguageServer):
     def _codec(self):
         try:
             return self.workspace.position_codec
-        except Exception:  # noqa: BLE001 - before `initialize` there is no workspace: count code points
+        except Exception:
             return None
 
     async def lint(self, uri: str) -> Linted | None:
@@ -155,14 +154,18 @@ class TolkLanguageServer(LanguageServer):
             if cached is not None and cached.version == doc.version:
                 return cached
             version, text, language_id = doc.version, doc.source, doc.language_id
-            result = await loop.run_in_executor(self.executor, self._lint_if_current, uri, text, version, language_id)
+            result = await loop.run_in_executor(
+                self.executor, self._lint_if_current, uri, text, version, language_id
+            )
             if result is not None:
                 current = self.workspace.text_documents.get(uri)
                 if current is not None and current.version == version:
                     self.linted[uri] = result
                 return result
 
-    def _lint_if_current(self, uri: str, text: str, version: int | None, language_id: str | None) -> Linted | None:
+    def _lint_if_current(
+        self, uri: str, text: str, version: int | None, language_id: str | None
+    ) -> Linted | None:
         doc = self.workspace.text_documents.get(uri)
         if doc is None or doc.version != version:
             return None
@@ -175,7 +178,8 @@ class TolkLanguageServer(LanguageServer):
         if result is None or doc is None or doc.version != result.version:
             return  # closed, or edited again: a newer publish is on its way
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=result.lsp))
+            types.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=result.lsp)
+        )
 
     def schedule(self, uri: str, delay: float) -> None:
         old = self.pending.pop(uri, None)
@@ -246,7 +250,9 @@ def fix_all_edit(uri: str, linted: Linted, unsafe: bool = False) -> list[types.T
         fix = (d.data or {}).get("fix") if isinstance(d.data, dict) else None
         if not fix:
             continue
-        if fix["applicability"] != Applicability.SAFE.value and not (unsafe and fix["applicability"] == "unsafe"):
+        if fix["applicability"] != Applicability.SAFE.value and not (
+            unsafe and fix["applicability"] == "unsafe"
+        ):
             continue
         by_uri = text_edits(fix)
         if set(by_uri) != {uri}:
@@ -355,7 +361,9 @@ def create_server() -> TolkLanguageServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
-        types.DiagnosticOptions(identifier="tolk-lint", inter_file_dependencies=False, workspace_diagnostics=False),
+        types.DiagnosticOptions(
+            identifier="tolk-lint", inter_file_dependencies=False, workspace_diagnostics=False
+        ),
     )
     async def pull(ls: TolkLanguageServer, params: types.DocumentDiagnosticParams):
         result = await ls.lint(params.text_document.uri)

@@ -86,8 +86,9 @@ def render(results: list[LintResult], root: str | None = None, per_step: int = P
     if rest:
         lines += [plain(d) for d in rest]
         n = len(rest)
-        note = (f"{n} more diagnostic{'s' if n != 1 else ''} not annotated (GitHub shows at most "
-                f"{per_step} annotations of each kind per step): see the lines above, or upload SARIF")
+        note = (
+            f"{n} more diagnostic{'s' if n != 1 else ''} not annotated (GitHub shows at most "
+            f"{per_step} annotations of each kind per step): see the lines above, or upload SARIF"
+        )
         lines.append(f"::notice::{escape_data(note)}")
     return "\n".join(lines) + ("\n" if lines else "")
-

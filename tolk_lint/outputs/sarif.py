@@ -133,10 +133,14 @@ def _fix(fix: Fix, loc: _Locations) -> dict[str, Any]:
         region = loc.region(Span(e.path, e.line, e.column, e.end_line, e.end_column))
         if (e.line, e.column) == (e.end_line, e.end_column):  # a pure insertion: an empty region
             region["endColumn"] = region["startColumn"]
-        by_path.setdefault(e.path, []).append({"deletedRegion": region, "insertedContent": {"text": e.content}})
+        by_path.setdefault(e.path, []).append(
+            {"deletedRegion": region, "insertedContent": {"text": e.content}}
+        )
     return {
         "description": {"text": fix.title},
-        "artifactChanges": [{"artifactLocation": loc.artifact(p), "replacements": reps} for p, reps in by_path.items()],
+        "artifactChanges": [
+            {"artifactLocation": loc.artifact(p), "replacements": reps} for p, reps in by_path.items()
+        ],
         "properties": {"applicability": fix.applicability.value},
     }
 
@@ -149,7 +153,9 @@ def _message(d: Diagnostic) -> str:
     return text
 
 
-def result_object(d: Diagnostic, rule_index: int, loc: _Locations, suppressed: bool = False) -> dict[str, Any]:
+def result_object(
+    d: Diagnostic, rule_index: int, loc: _Locations, suppressed: bool = False
+) -> dict[str, Any]:
     location: dict[str, Any] = {"physicalLocation": loc.span(d.span)}
     if d.kernel:
         location["logicalLocations"] = [{"name": d.kernel, "kind": "function"}]
@@ -173,7 +179,9 @@ def result_object(d: Diagnostic, rule_index: int, loc: _Locations, suppressed: b
     return res
 
 
-def sarif_log(results: list[LintResult], show_suppressed: bool = False, root: str | None = None) -> dict[str, Any]:
+def sarif_log(
+    results: list[LintResult], show_suppressed: bool = False, root: str | None = None
+) -> dict[str, Any]:
     from tolk_lint.registry import all_rules
 
     root = os.path.abspath(root or repo_root())
