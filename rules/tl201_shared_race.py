@@ -185,6 +185,9 @@ class SharedRace(Rule):
             if r.kind == "read-write" and later.reads and other.writes and later.instr is not other.instr:
                 msg += "; the read may see the old or the new value"
             msg += solver_note(r)
+            assumed = facts.assumed_launch()
+            if assumed and r.solver == "sat":
+                msg += f" (assuming {assumed}; pass --block to give the exact shape)"
             related = [Related(f"the other access: {access_text(other)} {verb(other)} {buf} here",
                                other.instr.span, other.instr.origin)]  # fmt: skip
             if len(group) > 1:

@@ -138,4 +138,4 @@ class BankConflict(Rule):
             data = {"ways": c.ways, "buffer": name, "bank": c.bank, "warp": c.warp, "lanes": lanes}
             if c.stride_bytes is not None:
                 data["stride_bytes"] = c.stride_bytes
-            yield self.diagnostic(ins, msg, kernel=ctx.kernel, data=data)
+            yield self.diagnostic(acc.instr, msg, kernel=ctx.kernel, data=data)

@@ -185,6 +185,9 @@ class AsyncCopyHazard(Rule):
                 msg = (f"{access_text(later)} copies into {buf} bytes that another thread writes at line {x.line} "
                        "with no barrier between them")  # fmt: skip
             msg += solver_note(r)
+            assumed = facts.assumed_launch()
+            if assumed and r.solver == "sat" and not r.same_thread:
+                msg += f" (assuming {assumed}; pass --block to give the exact shape)"
             related = [Related(f"the other access: {access_text(other)}", other.instr.span, other.instr.origin)]
             if r.walk is not None:
                 for w in sorted(r.walk.retiring, key=lambda i: (i.span.line if i.span else 0)):

@@ -19,10 +19,7 @@ FIXTURES = REPO / "fixtures"
 # A fixture or acceptance case whose expected codes all fall in these families
 # is marked xfail (never skipped); one that mixes families fails only on the
 # built ones. Remove an entry when its family lands.
-PENDING: dict[str, str] = {
-    # every family has rules now (TL1 issue 4, TL2 issue 7, TL3/TL4 issue 6); e.g.
-    # "TL2": "issue 7: shared-memory and cp.async rules (TL201-TL204) not built yet",
-}
+PENDING: dict[str, str] = {}  # every rule family of the catalog is built
 
 
 def pending_prefixes() -> dict[str, str]:

@@ -716,6 +716,35 @@ class _Enc(smt.Encoder):
             return self.enc(c, t)
         return super()._phi(d, v, t)
 
+    # A Python array whose dtype the front end could not tell is typed f32;
+    # an integer-only operator on its elements (`x[i] & 255`) says it holds
+    # integers: such operators, and the conversions of their results, are
+    # encoded as 64-bit integer arithmetic (the element an unknown integer).
+    _INT_ONLY = frozenset({O.AND, O.OR, O.XOR, O.SHL, O.SHR})
+
+    def _int_float(self, v: Value) -> bool:
+        d = v.defn
+        return self.python and d is not None and d.op in self._INT_ONLY and is_float(v.type)
+
+    def _int_of(self, a: Value, t: int):
+        z3 = self.z3
+        d = a.defn
+        if d is not None and d.op is O.CONST:
+            x = d.attrs.get("value")
+            if isinstance(x, (int, float)) and float(x).is_integer():
+                return z3.BitVecVal(int(x), 64)
+        e = self._bv(self.enc(a, t))
+        return e if e.size() == 64 else self.fit(e, 64, True)
+
+    def _arith(self, d, v, t):
+        if self.python and d.op in self._INT_ONLY and is_float(v.type) and len(d.args) == 2:
+            a, b = (self._int_of(x, t) for x in d.args)
+            return {O.AND: lambda: a & b, O.OR: lambda: a | b, O.XOR: lambda: a ^ b, O.SHL: lambda: a << b,
+                    O.SHR: lambda: a >> b}[d.op]()  # fmt: skip
+        if self.python and d.op is O.CVT and d.args and not is_float(v.type) and self._int_float(d.args[0]):
+            return self.fit(self.enc(d.args[0], t), self.width(v.type), True)
+        return super()._arith(d, v, t)
+
     def _header_phi(self, lp, d, v, t):
         g = (self.geo or {}).get(v)
         if g is None:
@@ -751,6 +780,8 @@ class _Query:
         self.enc.geo = mf.geo
         self.z3 = self.enc.z3
         self.anchors: dict[Loop, Any] = {}
+        self._free_names: set[str] = set()
+        self._cache: dict[tuple, Any] = {}
         self.base_constraints: list = []
         self.trips_of: dict[tuple, dict[Loop, Any]] = {}
         smt._assume(self.enc)
@@ -816,10 +847,21 @@ class _Query:
             elif k == "abs":
                 out[lp] = z3.BitVecVal(n, w)
             else:
-                f = z3.BitVec(f"k_{lp.header.name}_{tag}", w)
-                self.enc.constraints += [f >= 0, f < TRIP_BOUND]
+                name = f"k_{lp.header.name}_{tag}"
+                f = z3.BitVec(name, w)
+                if name not in self._free_names:
+                    self._free_names.add(name)
+                    self.enc.constraints += [f >= 0, f < TRIP_BOUND]
                 out[lp] = f
         return out
+
+    def cached(self, key: tuple, compute):
+        """Per-kernel memo of encodings (conditions, footprints) by access,
+        trip relations and thread: the query context is shared by all pairs."""
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = compute()
+        return got
 
     def context(self, trips: dict[Loop, Any]) -> None:
         self.enc.trips = {lp: (e, e) for lp, e in trips.items()}
@@ -1093,6 +1135,7 @@ class MemoryFacts:
                 if iv.step is not None:  # constant steps only: the address algebra needs them
                     self.ivs[iv.phi] = (lp, iv)
         self._evals: dict[tuple, _ThreadEval] = {}
+        self._q: _Query | None = None
         self._kind_vec = None
         self._fwd: dict[Block, set] = {}
         self.geo = _geometric(kernel, self.canon)
@@ -1333,11 +1376,12 @@ class MemoryFacts:
         if not kept:
             return out
         try:
-            q = _Query(self)
-            ta = q.trip_exprs(a, va, "a")
-            fa = q.footprint(a, 0, ta)
-            bounds_a = q.in_bounds(a, 0, ta, fa)
-            base = q.conditions(a, 0, ta, va) + bounds_a
+            q = self.query()
+            ka = (a.order, _vec_repr(va), 0)
+            ta = q.trip_exprs(a, va, f"{a.order}a")
+            fa = q.cached(("fp",) + ka, lambda: q.footprint(a, 0, ta))
+            bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
+            base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
             wr = q.warp_rel(same_warp) if not same_thread else None
             if wr is not None:
                 base.append(wr)
@@ -1346,10 +1390,12 @@ class MemoryFacts:
             for j, (b, vb) in enumerate(kept):
                 if same_thread and b is a and all(k == "rel" and n == 0 for _, k, n in vb):
                     continue  # the same dynamic instance
-                tb = q.trip_exprs(b, vb, f"b{j}")
-                fb = q.footprint(b, t1, tb)
-                cond = q.conditions(b, t1, tb, vb)
-                ov = [q.overlap(fa, fb)] + q.in_bounds(b, t1, tb, fb)
+                side = "s" if same_thread else "b"
+                kb = (b.order, _vec_repr(vb), t1, side)
+                tb = q.trip_exprs(b, vb, f"{b.order}{side}")
+                fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
+                cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
+                ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
                 if same_thread or after_of.get((id(b), _vec_repr(vb))):
                     ov.append(self._later_expr(q, a, ta, b, tb))
                 items.append((b, vb, tb, fb, z3.And(*(cond + ov)), z3.And(*ov)))
@@ -1362,7 +1408,8 @@ class MemoryFacts:
         def record(it, status, model):
             self._kind_vec = it[1] if a.kind == "copy" else None
             r = self._race(a, ta, it[0], it[2], code, q, status, walks, same_thread, model, fa=fa, fb=it[3])
-            if status == "sat" and model is not None and code == "TL201" and it[0] is not a:
+            ambiguous = any(k.endswith("free") for _lp, k, _n in va) or any(k.endswith("free") for _lp, k, _n in it[1])
+            if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous:
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
             out.append(r)
             self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
@@ -1393,7 +1440,13 @@ class MemoryFacts:
             if skip(it):
                 continue
             if not (self._terms_exact(a, h[3]) and self._terms_exact(it[0], h[4])):
-                remaining.append(it)  # a uniform condition may rule those threads out: ask openly
+                # a uniform condition may rule those threads out: ask for any threads, alone
+                # (a likely race: its own small query beats a round of the disjunction)
+                v = self._solve(q, z3.And(*base, it[4]))
+                if v.status == "sat":
+                    record(it, "sat", v.model)
+                elif v.status == "unknown":
+                    record(it, "unknown", None)
                 continue
             fixed = [q.enc.linear(0) == h[0]] + ([] if same_thread else [q.enc.linear(1) == h[1]])
             v = self._solve(q, z3.And(*base, *fixed, it[4]))
@@ -1629,7 +1682,7 @@ class MemoryFacts:
                         continue
                     verdict = "keep"
                     break
-                h = self._collide(a, ca, ta, b, tb, same_warp, same_thread)
+                h = self._collide(a, ca, ta, b, tb, same_warp, same_thread, cb)
                 if h is not None:
                     exact = ta[4] and tb[4] and self._q0_trips(ca) is not None and self._q0_trips(cb) is not None
                     if hit is None or exact:
@@ -1753,7 +1806,25 @@ class MemoryFacts:
                     return False
         return True
 
-    def _collide(self, a, va, ta, b, tb, same_warp, same_thread):
+    def _byteset(self, acc: Access, ctx, terms) -> frozenset:
+        """Every byte ``acc`` touches over the active threads (cached)."""
+        key = (acc, tuple((id(lp),) + r for lp, r in ctx), "bytes-set")
+        got = self._bytemaps.get(key)
+        if got is None:
+            _s, cs, act, mod = terms[:4]
+            w = acc.width
+            out = set()
+            for t, base in enumerate(cs):
+                if act is not None and not act[t]:
+                    continue
+                for j in range(w):
+                    out.add((base + j) % mod if mod else base + j)
+            got = self._bytemaps[key] = frozenset(out)
+        return got
+
+    def _collide(self, a, va, ta, b, tb, same_warp, same_thread, vb=None):
+        if vb is not None and not (self._byteset(a, va, ta) & self._byteset(b, vb, tb)):
+            return None
         _s, ca, acta, mod = ta[:4]
         _s2, cb, actb, _m = tb[:4]
         if same_thread:
@@ -1839,6 +1910,12 @@ class MemoryFacts:
         got = (m, 1)
         self._bytemaps[key] = got
         return got
+
+    def query(self) -> _Query:
+        """The kernel's one Z3 context (encoder, memo, trip symbols)."""
+        if self._q is None:
+            self._q = _Query(self)
+        return self._q
 
     def _solve(self, q: _Query, goal) -> smt.Verdict:
         self.queries += 1
@@ -2332,7 +2409,8 @@ class _ThreadEval:
     `_Unknown`. Concrete arithmetic wraps at the value's type width (PTX).
     """
 
-    def __init__(self, mf: MemoryFacts, block: tuple[int, int, int], info, ctx: dict):
+    def __init__(self, mf: MemoryFacts, block: tuple[int, int, int], info, ctx: dict, assumed: bool = False):
+        self.assumed = assumed  # the block shape is an assumption: ntid stays symbolic
         self.mf = mf
         self.k = mf.k
         self.cfg = mf.cfg
@@ -2479,6 +2557,8 @@ class _ThreadEval:
             if name == "laneid":
                 return (_EMPTY, self.lane)
             if base == "ntid" and dim in ("x", "y", "z"):
+                if self.assumed:
+                    return (frozenset({(("special", name), 1)}), 0)
                 return (_EMPTY, self.block["xyz".index(dim)])
             if name == "warpsize":
                 return (_EMPTY, 32)
@@ -2942,8 +3022,13 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
     block = mf.k.launch.block
     assumed = ""
     if block is None:
-        return out
-    ev = _ThreadEval(mf, block, mf.warp_info, {lp: ("rel", 0, 0) for lp in mf.cfg.loops})
+        if "y" in mf.tid_dims or "z" in mf.tid_dims:
+            return out
+        # a kernel that reads only tid.x: every warp of a flat block, up to its bound
+        n = mf.k.launch.max_threads or 1024
+        block = (max(32, n - n % 32), 1, 1)
+        assumed = "assuming a one-dimensional block, as the kernel reads only tid.x; the launch shape is not given"
+    ev = _ThreadEval(mf, block, mf.warp_info, {lp: ("rel", 0, 0) for lp in mf.cfg.loops}, assumed=bool(assumed))
     nwarps = -(-ev.n // 32)
     for acc in mf.shared:
         ins = acc.instr

@@ -55,6 +55,7 @@ Divergence on Reducible Control Flow Graphs", POPL 2021.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -191,45 +192,56 @@ class MemoryOrder:
     For each write W we walk the CFG from just after W, stopping at every
     barrier; the loads reached are those some path from W reaches with no
     barrier between them (across loop back edges too: trip k's write against
-    trip k+1's read)."""
+    trip k+1's read). Positions and each block's barrier indices are computed
+    once, so a question costs a set lookup and a bisection."""
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self._reach: dict[Instr, tuple[set[Block], Block, int]] = {}
+        self.pos: dict[Instr, int] = {}
+        self.barriers: dict[Block, list[int]] = {}
+        for b in kernel.blocks:
+            idx = []
+            for i, ins in enumerate(b.instrs):
+                self.pos[ins] = i
+                if is_barrier(ins):
+                    idx.append(i)
+            self.barriers[b] = idx
+
+    def _barrier_between(self, b: Block, lo: int, hi: int) -> bool:
+        """A barrier at an index in (lo, hi) of block ``b``."""
+        idx = self.barriers[b]
+        k = bisect.bisect_right(idx, lo)
+        return k < len(idx) and idx[k] < hi
 
     def _region(self, w: Instr) -> tuple[set[Block], Block, int]:
-        if w in self._reach:
-            return self._reach[w]
+        got = self._reach.get(w)
+        if got is not None:
+            return got
         b = w.block
-        idx = b.instrs.index(w)
+        widx = self.pos[w]
         entered: set[Block] = set()
-        blocked_in_start = False
-        for ins in b.instrs[idx + 1 :]:
-            if is_barrier(ins):
-                blocked_in_start = True
-                break
-        stack = [] if blocked_in_start else list(b.succs)
+        stack = [] if self._barrier_between(b, widx, len(b.instrs)) else list(b.succs)
         while stack:
             x = stack.pop()
             if x in entered:
                 continue
             entered.add(x)
-            if any(is_barrier(i) for i in x.instrs):
+            if self.barriers[x]:
                 continue
             stack.extend(x.succs)
-        self._reach[w] = (entered, b, idx)
-        return self._reach[w]
+        got = self._reach[w] = (entered, b, widx)
+        return got
 
     def reaches_unordered(self, w: Instr, r: Instr) -> bool:
         """Whether some path runs from write ``w`` to ``r`` with no barrier."""
         entered, wb, widx = self._region(w)
         rb = r.block
-        ridx = rb.instrs.index(r)
-        if rb is wb and ridx > widx:
-            if not any(is_barrier(i) for i in wb.instrs[widx + 1 : ridx]):
-                return True
+        ridx = self.pos[r]
+        if rb is wb and ridx > widx and not self._barrier_between(wb, widx, ridx):
+            return True
         if rb in entered:
-            return not any(is_barrier(i) for i in rb.instrs[:ridx])
+            return not self._barrier_between(rb, -1, ridx)
         return False
 
 
@@ -521,6 +533,14 @@ class _KernelFacts:
                 self.local_loads.append(ins)
         self.local_store_set = set(self.local_stores)
         self._controlled: dict[Block, list[Block]] | None = None
+        self._roots: dict[Instr, tuple[str, str] | None] = {}
+        self._seeds: dict[Instr, str | None] = {}
+        self._global_roots = {self.root(w) for w in self.global_writes}
+
+    def root(self, ins: Instr) -> tuple[str, str] | None:
+        if ins not in self._roots:
+            self._roots[ins] = mem_root(ins)
+        return self._roots[ins]
 
     def controlled(self, branch_block: Block) -> list[Block]:
         """Blocks whose execution ``branch_block``'s branch decides, transitively."""
@@ -542,11 +562,16 @@ class _KernelFacts:
         return out
 
     def load_seed(self, ld: Instr) -> str | None:
-        """Why a load varies whatever its address, or None."""
+        """Why a load varies whatever its address, or None (cached)."""
+        if ld not in self._seeds:
+            self._seeds[ld] = self._load_seed(ld)
+        return self._seeds[ld]
+
+    def _load_seed(self, ld: Instr) -> str | None:
         if ld.attrs.get("volatile"):
             return f"`{ld.text or 'load'}` is volatile: the host or other threads may change it"
         sp = space_of(ld)
-        root = mem_root(ld)
+        root = self.root(ld)
         if sp in ("const", "param", "texture"):
             if sp == "param" and root is None:
                 return "read from a call's parameter slot"
@@ -558,9 +583,10 @@ class _KernelFacts:
         if sp == "global" or sp == "generic":
             if ld.attrs.get("nc") or ld.attrs.get("cache") == "nc":
                 return None
-            for w in self.global_writes + self.unknown_writers:
-                if w.op in (O.OPAQUE, O.CALL) or _roots_may_alias(mem_root(w), root):
-                    return f"read from global memory the kernel writes (line {_line(w)})"
+            if self.unknown_writers or root is None or None in self._global_roots or root in self._global_roots:
+                for w in self.global_writes + self.unknown_writers:
+                    if w.op in (O.OPAQUE, O.CALL) or _roots_may_alias(self.root(w), root):
+                        return f"read from global memory the kernel writes (line {_line(w)})"
             if sp == "generic":
                 for w in self.shared_writes:
                     if self.memory.reaches_unordered(w, ld):
@@ -568,7 +594,7 @@ class _KernelFacts:
             return None
         if sp == "shared":
             for w in self.shared_writes + self.unknown_writers:
-                if w.op not in (O.OPAQUE, O.CALL) and not _roots_may_alias(mem_root(w), root):
+                if w.op not in (O.OPAQUE, O.CALL) and not _roots_may_alias(self.root(w), root):
                     continue
                 if self.memory.reaches_unordered(w, ld):
                     name = root[1] if root else "shared memory"
