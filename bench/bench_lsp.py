@@ -8,7 +8,7 @@ taken from sending the change until the diagnostics for that document
 version arrive. Reported: p50 and p95, with the server's default 0.3 s
 debounce (what a user sees) and with the debounce off (the lint itself).
 
-    python bench/bench_lsp.py [--edits 50] [--only-default] [--baseline]
+    python bench/bench_lsp.py [--edits 50] [--only-default] [--baseline] [--files both|numba|ptx]
 
 ``--baseline`` also times `tolk_lint.engine.lint_text` on each file in this
 process (median of 3): the part of the latency that is the lint itself.
@@ -125,7 +125,7 @@ class Bench:
         self.client.exit(None)
         await self.client.stop()
 
-    async def wait(self, uri: str, version: int, timeout: float = 600.0) -> float:
+    async def wait(self, uri: str, version: int, timeout: float = 3600.0) -> float:
         end = time.perf_counter() + timeout
         while (uri, version) not in self.arrived:
             self.event.clear()
@@ -176,13 +176,14 @@ def pct(xs: list[float], p: float) -> float:
     return xs[k]
 
 
-async def main(edits: int, debounces: list[float | None]) -> None:
+async def main(edits: int, debounces: list[float | None], which: str = "both") -> None:
     tmp = tempfile.mkdtemp(prefix="tolk-bench-lsp-")
     docs = []
-    for name, text, language in (
-        ("big_numba.py", numba_file(1000), "python"),
-        ("big.ptx", ptx_file(5000), "ptx"),
-    ):
+    todo = [("big_numba.py", numba_file, 1000, "python", "numba"), ("big.ptx", ptx_file, 5000, "ptx", "ptx")]
+    for name, make, lines, language, key in todo:
+        if which not in ("both", key):
+            continue
+        text = make(lines)
         path = os.path.join(tmp, name)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
@@ -227,7 +228,8 @@ if __name__ == "__main__":
     ap.add_argument("--edits", type=int, default=50)
     ap.add_argument("--only-default", action="store_true", help="only the default debounce")
     ap.add_argument("--baseline", action="store_true", help="also time lint_text in process")
+    ap.add_argument("--files", choices=["both", "numba", "ptx"], default="both")
     a = ap.parse_args()
     if a.baseline:
         baseline()
-    asyncio.run(main(a.edits, [None] if a.only_default else [None, 0.0]))
+    asyncio.run(main(a.edits, [None] if a.only_default else [None, 0.0], a.files))

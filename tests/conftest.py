@@ -19,7 +19,12 @@ FIXTURES = REPO / "fixtures"
 # A fixture or acceptance case whose expected codes all fall in these families
 # is marked xfail (never skipped); one that mixes families fails only on the
 # built ones. Remove an entry when its family lands.
-PENDING: dict[str, str] = {}  # every rule family of the catalog is built
+PENDING: dict[str, str] = {
+    # TL1, TL3 and TL4 are built and asserted. The shared-memory rules pass
+    # every acceptance kernel but still give false positives on some fixtures
+    # (e.g. TL202 on Python floor modulo of a loaded value): issue 7 is open.
+    "TL2": "issue 7: shared-memory rules still in progress (known false positives)",
+}
 
 
 def pending_prefixes() -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 The facts behind TL201 (shared-race), TL202 (shared-out-of-bounds), TL203
 (bank-conflict) and TL204 (async-copy-hazard), computed once per kernel by
-`memory_facts` (what `RuleContext.memory()` calls and caches).
+`memory_facts` (what `RuleContext.memory()` calls and caches); each kind of
+fact is computed on first use (`races`, `out_of_bounds`, `bank_conflicts`).
 
 Accesses
     Every LOAD / STORE / ATOMIC / WMMA_LOAD / WMMA_STORE / LDMATRIX /
@@ -10,25 +11,30 @@ Accesses
     CP_ASYNC, becomes an `Access`: its instruction, its kind (``read``,
     ``write``, ``atomic``, ``copy``), the buffer its address points into (by
     root: ``ADDR(buffer)`` through additions, conversions and PHIs), and its
-    footprint (byte address and width; a wmma fragment covers its rows at
-    the stride given). Python accesses also keep their index tuple.
+    footprint (byte address and width; a vector access covers all its lanes,
+    a wmma fragment its rows at the stride given). Python accesses also keep
+    their index tuple (bounds per dimension; Numba wraps ``-n..-1``).
 
 Barrier phases (what orders two accesses)
     A *phase* starts at the kernel's entry or just after a barrier and runs
-    along every barrier-free path. Two accesses of two distinct threads are
-    unordered exactly when some phase start reaches both without a barrier
-    (acceptance convention 3: a barrier lies between them on both threads'
-    paths or they race; a divergent barrier still counts). Because every
-    thread crosses the barriers in the same order, the threads that start a
-    phase at the same barrier instance share the trip counters of the loops
-    around it; so each reached access carries, per loop around it, its trip
+    along every barrier-free path (`Phases`). Two accesses of two distinct
+    threads are unordered exactly when some phase start reaches both without
+    a barrier (acceptance convention 3: a barrier lies between them on both
+    threads' paths or they race; a divergent barrier still counts). Threads
+    that start a phase at one barrier instance share the trip counters of the
+    loops around it, so each reached access carries, per loop, its trip
     *relative* to the phase start: ``rel n`` (the start's trip + n, after n
-    back edges), ``abs n`` (the loop was entered on the way: trip n), or
-    ``free`` (a barrier-free cycle: any trip). In a loop with one barrier
-    the read at trip k and the write at trip k + 1 are thus in one phase
-    unless a barrier lies on the back-edge path between them.
-    ``bar.warp.sync`` / ``cuda.syncwarp()`` with the full mask end a phase
-    for two lanes of one warp: pairs of one warp are checked against the
+    back edges), ``abs n`` (the loop was entered on the way: trip n),
+    ``free`` (a barrier-free cycle: any trip), and for loops it left on the
+    way ``x…`` (the trip it left them at) or, one enclosing trip later,
+    ``h…``. In a loop with one barrier the read at trip k and the write at
+    trip k + 1 are thus in one phase unless a barrier lies on the back-edge
+    path between them. Paths also record the uniform branches they took
+    (outside loops): two accesses whose paths took one uniform branch two
+    ways are never in one phase; and a thread still inside a loop whose exit
+    is uniform cannot meet one that left it at an earlier trip.
+    ``bar.warp.sync`` / ``cuda.syncwarp()`` with the full mask end a phase for
+    two lanes of one warp: pairs of one warp are checked against the
     warp-level phases, pairs of two warps against the workgroup-level ones.
 
 cp.async (PTX ISA; research/staging.md 2.2 and Appendix B)
@@ -37,32 +43,46 @@ cp.async (PTX ISA; research/staging.md 2.2 and Appendix B)
     (``wait_group N`` retires every group but the newest N committed ones;
     uncommitted copies are never covered; ``wait_all`` covers everything),
     and it is visible to other threads only after a barrier that follows
-    that wait. For each copy a walk from it follows the thread's own group
-    queue (commits counted along the path) until the retiring wait and the
-    barrier after it: the barriers crossed before that are the phases in
-    which the copy is still *pending* for other threads, the accesses met
-    before the wait are the copying thread's own hazards. Trips are tracked
-    relative to the copy (trip k; a slot index ``k mod S`` is then an
-    expression of ``k`` for Z3), so the proof holds for every trip, not for
-    a few unrolled ones.
+    that wait. For each copy a walk from it (`Phases.copy_walk`) follows the
+    thread's own group queue (commits counted along the path) until the
+    retiring wait and the barrier after it: the barriers crossed before that
+    are the phases in which the copy is still *pending* for other threads,
+    the accesses met before the wait are the copying thread's own hazards.
+    Trips are kept relative to the copy (trip k; a slot ``k mod S`` is then
+    a function of ``k``), so the verdict holds for every trip, not for a few
+    unrolled ones.
 
-Z3 (`tolk_lint.analysis.smt`)
-    Each candidate pair (same buffer root, one access at least writing, not
-    two atomics) is encoded for two threads with the `smt.Encoder`: both
-    addresses, the launch shape, each thread's loop trips (from the
-    relations above, with "the thread did not leave the loop before this
-    trip"), and the path conditions under which each access runs. SAT: a
-    race, with the witness (threads, trips, inputs, address). UNSAT: the
-    pair is ordered or disjoint. UNKNOWN: reported anyway, saying the
-    solver gave up (DESIGN.md: an UNKNOWN never becomes "race-free").
+Deciding a pair: the concrete pass, then Z3
+    With the launch shape known, `_ThreadEval` evaluates both addresses for
+    every thread of the block at once as ``symbolic part + per-thread
+    constant``: thread indices concrete, everything the threads share
+    (parameters, buffer bases, block indices, uniform loads) symbolic, and
+    each loop trip split as ``P*Q + r`` with the residue ``r`` enumerated
+    over the kernel's period ``P`` (the lcm of the small masks, moduli and
+    compiler magic divisions applied to trip-dependent values, so ``k & 1``,
+    ``k % 3`` and nvcc's ``mul.wide``/``shr`` division are concrete per
+    residue while linear trip terms stay symbolic). When the symbolic parts
+    agree, the addresses collide for no two threads (UNSAT without Z3), or
+    collide for a concrete pair of threads: when no loop or uniform condition
+    is left in doubt that pair is the witness, otherwise Z3 confirms. Every
+    other pair is encoded for two threads with the `smt.Encoder` (geometric
+    loop counters like ``s //= 2`` in closed form, redundant PHI webs seen
+    through, integer trip validity including "the counter does not wrap"):
+    both footprints, the launch shape, each thread's loop trips, the path
+    conditions, the uniform branches, and both accesses in bounds (an access
+    that leaves its array is TL202's finding). SAT: a race with its witness
+    (threads, trips, inputs, offset). UNSAT: ordered or disjoint. UNKNOWN:
+    reported anyway, saying the solver gave up (DESIGN.md). Queries go
+    through a bit-blasting tactic with the deterministic resource limit
+    (`_solve_bv`).
 
 Bank conflicts
-    For a warp's access, the addresses of its 32 lanes are evaluated lane by
-    lane (`_ThreadEval`): thread indices concrete (from the launch shape and
-    the warp), everything the same across the warp symbolic. When every
-    active lane's address is one symbolic base plus a lane-specific
-    constant, the number of distinct 4-byte words per bank is exact
-    (acceptance convention 6); otherwise the access is not judged.
+    For a warp's access of 16 bytes or less, the addresses of its lanes are
+    evaluated with `_ThreadEval` (block known, or a flat block when the
+    kernel reads only tid.x); when every active lane's address is one
+    symbolic base plus a lane-specific constant, ways = the most distinct
+    4-byte words one bank serves in one phase of the access (acceptance
+    convention 6), else the access is not judged.
 """
 
 from __future__ import annotations
@@ -86,7 +106,7 @@ O = Opcode
 
 CAP = 4  # back edges counted exactly along a barrier-free path (beyond: any trip)
 TRIP_BOUND = 1 << 28  # no loop of a kernel runs more trips than this
-MAX_PAIRS = 6000  # candidate pairs per kernel before the analysis gives up precision
+MAX_PAIRS = 20000  # candidate pairs per kernel solved (beyond: `truncated`, and the rest are not asked)
 SHARED_WINDOW = 1 << 24  # shared addresses live below this
 
 STATS = {"kernels": 0, "queries": 0, "seconds": 0.0, "pairs": 0}
@@ -847,12 +867,8 @@ class _Query:
             elif k == "abs":
                 out[lp] = z3.BitVecVal(n, w)
             else:
-                name = f"k_{lp.header.name}_{tag}"
-                f = z3.BitVec(name, w)
-                if name not in self._free_names:
-                    self._free_names.add(name)
-                    self.enc.constraints += [f >= 0, f < TRIP_BOUND]
-                out[lp] = f
+                # bounded by `conditions` (kept out of the shared constraints, which every query carries)
+                out[lp] = z3.BitVec(f"k_{lp.header.name}_{tag}", w)
         return out
 
     def cached(self, key: tuple, compute):
