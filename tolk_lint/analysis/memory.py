@@ -911,7 +911,7 @@ class _Query:
                 prev = enc.exits_at(lp, t, T - 1)
             except Exception:  # noqa: BLE001
                 continue
-            out += [trips[lp.parent] >= 1, T >= 0]
+            out += [trips[lp.parent] >= 1, T >= 0] + self.geometric(lp, T) + self.geometric(lp.parent, trips[lp.parent])
             if here is not None:
                 out.append(here)
             if prev is not None:
@@ -931,7 +931,7 @@ class _Query:
         for lp, k in trips.items():
             if lp in inside:
                 continue
-            out += [k >= 0, k < TRIP_BOUND]
+            out += [k >= 0, k < TRIP_BOUND] + self.geometric(lp, k)
             try:
                 here = enc.exits_at(lp, t, k)
                 prev = enc.exits_at(lp, t, k - 1)
@@ -955,6 +955,19 @@ class _Query:
         out += self.reach(acc.instr.block, t)
         return out
 
+    def geometric(self, lp: Loop, k) -> list:
+        """A counter multiplied or divided by 2^s each trip runs fewer than
+        width / s trips (a doubling one would wrap to 0, a halving one is 0
+        by then): without this bound a wrapped counter makes any trip valid."""
+        out = []
+        for phi in lp.header.phis():
+            g = (self.mf.geo or {}).get(phi.result)
+            if g is None:
+                continue
+            w = self.enc.width(phi.result.type)
+            out.append(k * g[2] < w)
+        return out
+
     def counted(self, lp: Loop, t: int, k, block: Block) -> list:
         """What the loop's counted exits say of trip ``k`` beyond "not left at
         k - 1": induction variables do not wrap (a compiler's loop counter
@@ -963,7 +976,7 @@ class _Query:
         z3 = self.z3
         enc = self.enc
         cfg = self.mf.cfg
-        out = []
+        out = self.geometric(lp, k)
         for ex in lp.exits:
             iv = ex.iv
             if iv is None or iv.step is None or ex.bound is None or not all(
