@@ -168,6 +168,14 @@ def lint_once(path: Path):
     return lint_file(str(path), DEFAULT_SETTINGS)
 
 
+class _Rows(list):
+    """Rows of the breakdown, each also printed to stderr as it comes (the run is long)."""
+
+    def append(self, row: tuple[str, float]) -> None:
+        super().append(row)
+        print(f"    ... {row[0]}: {row[1]:.3f} s", file=sys.stderr, flush=True)
+
+
 def breakdown(path: Path) -> list[tuple[str, float]]:
     """One instrumented run, stage by stage (the stages the installed
     tolk_lint has; a missing analysis is reported as such)."""
@@ -176,7 +184,7 @@ def breakdown(path: Path) -> list[tuple[str, float]]:
     from tolk_lint.registry import RuleContext, iter_rules
     from tolk_lint.suppress import apply_suppressions
 
-    rows: list[tuple[str, float]] = []
+    rows: list[tuple[str, float]] = _Rows()
     settings = DEFAULT_SETTINGS
     t = time.perf_counter()
     text, err = decode(path.read_bytes(), str(path))
@@ -276,42 +284,42 @@ def main() -> int:
     if n_lines < 30_000 and not a.ptx:
         print(f"warning: only {n_lines:,} lines; raise --unroll for a file of 30,000 or more")
 
-    lint_once(path)  # warm-up: imports, grammar tables
+    rows = []
+    if not a.no_breakdown:  # first: it also warms up imports and the grammar tables
+        print()
+        print("where the time goes (one instrumented run):", flush=True)
+        rows = breakdown(path)
+        total = sum(t for name, t in rows if not name.startswith(("  of which", "Z3 in total")))
+        for name, t in rows:
+            share = f"{100 * t / total:5.1f}%" if total else ""
+            print(f"  {name:<58} {t:8.3f} s {share}")
+        print(f"  {'total':<58} {total:8.3f} s", flush=True)
+    else:
+        lint_once(path)  # warm-up: imports, grammar tables
+
     t_lint, res = best_of(lambda: lint_once(path), a.repeat)
     codes: dict[str, int] = {}
     for d in res.diagnostics:
         codes[d.code] = codes.get(d.code, 0) + 1
     t_ptxas = time_ptxas(path, a.arch, a.repeat)
+    print()
+    print(f"tolk-lint (lint_file, best of {a.repeat}): {t_lint:.3f} s = {n_lines / t_lint:,.0f} lines/s")
+    print(f"  diagnostics: {dict(sorted(codes.items())) or 'none'}")
+    if t_ptxas is not None:
+        print(f"ptxas -arch={a.arch} (best of {a.repeat}): {t_ptxas:.3f} s = {n_lines / t_ptxas:,.0f} lines/s")
+        print(f"ratio tolk-lint / ptxas: {t_lint / t_ptxas:.2f}  (target: <= 1.00)", flush=True)
+    else:
+        print("ptxas: not on PATH", flush=True)
 
     big = tmp / (path.stem + ".x2.ptx")
     big.write_text(doubled(text))
     n_big = len(big.read_text().splitlines())
     t_lint2, _ = best_of(lambda: lint_once(big), a.repeat)
     t_ptxas2 = time_ptxas(big, a.arch, a.repeat)
-
-    print()
-    print(f"tolk-lint (lint_file, best of {a.repeat}): {t_lint:.3f} s = {n_lines / t_lint:,.0f} lines/s")
-    print(f"  diagnostics: {dict(sorted(codes.items())) or 'none'}")
-    if t_ptxas is not None:
-        print(f"ptxas -arch={a.arch} (best of {a.repeat}): {t_ptxas:.3f} s = {n_lines / t_ptxas:,.0f} lines/s")
-        print(f"ratio tolk-lint / ptxas: {t_lint / t_ptxas:.2f}  (target: <= 1.00)")
-    else:
-        print("ptxas: not on PATH")
     print()
     print(f"linearity: doubled file {n_big:,} lines: tolk-lint {t_lint2:.3f} s, ratio x2 / x1 = {t_lint2 / t_lint:.2f}")
     if t_ptxas2 is not None:
         print(f"           ptxas {t_ptxas2:.3f} s, ratio x2 / x1 = {t_ptxas2 / t_ptxas:.2f}")
-
-    rows = []
-    if not a.no_breakdown:
-        print()
-        print("where the time goes (one instrumented run):")
-        rows = breakdown(path)
-        total = sum(t for name, t in rows if not name.startswith(("  of which", "Z3 in total")))
-        for name, t in rows:
-            share = f"{100 * t / total:5.1f}%" if total else ""
-            print(f"  {name:<58} {t:8.3f} s {share}")
-        print(f"  {'total':<58} {total:8.3f} s")
 
     if a.json:
         a.json.write_text(json.dumps({
