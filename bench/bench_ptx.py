@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: tolk-lint on large real PTX, beside ptxas on the same file.
 
-    python bench/bench_ptx.py [--ptx FILE] [--arch sm_80] [--repeat 3] [--unroll 6] [--json OUT]
+    python bench/bench_ptx.py [--ptx FILE] [--arch sm_80] [--repeat 3] [--unroll 6] [--select/--ignore CODES] [--json OUT]
 
 1. Writes a register-tiled sgemm kernel (128x128 block tile, 8x8 per thread,
    k-tile 32 fully unrolled, k loop unrolled 6 times, barriers and a shuffle
@@ -102,7 +102,7 @@ bench_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __r
 }
 """
 
-_ENTRY = re.compile(r"^\.(?:visible\s+|weak\s+)?\.entry\s+([\w$]+)", re.M)
+_ENTRY = re.compile(r"^\.(?:visible\s+|weak\s+)?\.entry\s+([\w$]+)", re.MULTILINE)
 
 
 def compile_kernel(folder: Path, arch: str, unroll: int) -> Path:
@@ -113,7 +113,9 @@ def compile_kernel(folder: Path, arch: str, unroll: int) -> Path:
     src.write_text(KERNEL.replace("UNROLL", str(unroll)))
     out = folder / "bench_sgemm.ptx"
     t = time.perf_counter()
-    subprocess.run([nvcc, "-ptx", "-lineinfo", f"-arch={arch}", "-o", out.name, src.name], cwd=folder, check=True)
+    subprocess.run(
+        [nvcc, "-ptx", "-lineinfo", f"-arch={arch}", "-o", out.name, src.name], cwd=folder, check=True
+    )
     print(f"nvcc -ptx -lineinfo -arch={arch}: {time.perf_counter() - t:.2f} s")
     return out
 
@@ -149,23 +151,33 @@ def time_ptxas(path: Path, arch: str, repeat: int) -> float | None:
     if ptxas is None:
         return None
     text = path.read_text()
-    m = re.search(r"^\.version\s+(\d+)\.(\d+)", text, re.M)
+    m = re.search(r"^\.version\s+(\d+)\.(\d+)", text, re.MULTILINE)
     target = path
     if m and (int(m.group(1)), int(m.group(2))) > (9, 0):  # newer ISA than the local ptxas (Numba, Triton)
         target = path.with_suffix(".v90.ptx")
         target.write_text(text[: m.start()] + ".version 9.0" + text[m.end() :])
 
     def run():
-        subprocess.run([ptxas, f"-arch={arch}", str(target), "-o", os.devnull], check=True, capture_output=True)
+        subprocess.run(
+            [ptxas, f"-arch={arch}", str(target), "-o", os.devnull], check=True, capture_output=True
+        )
 
     return best_of(run, repeat)[0]
 
 
-def lint_once(path: Path):
+SETTINGS = None  # set by main(): --select/--ignore
+
+
+def settings():
     from tolk_lint.config import DEFAULT_SETTINGS
+
+    return SETTINGS or DEFAULT_SETTINGS
+
+
+def lint_once(path: Path):
     from tolk_lint.engine import lint_file
 
-    return lint_file(str(path), DEFAULT_SETTINGS)
+    return lint_file(str(path), settings())
 
 
 class _Rows(list):
@@ -179,13 +191,12 @@ class _Rows(list):
 def breakdown(path: Path) -> list[tuple[str, float]]:
     """One instrumented run, stage by stage (the stages the installed
     tolk_lint has; a missing analysis is reported as such)."""
-    from tolk_lint.config import DEFAULT_SETTINGS
     from tolk_lint.engine import decode, prepare
     from tolk_lint.registry import RuleContext, iter_rules
     from tolk_lint.suppress import apply_suppressions
 
     rows: list[tuple[str, float]] = _Rows()
-    settings = DEFAULT_SETTINGS
+    settings_ = settings()
     t = time.perf_counter()
     text, err = decode(path.read_bytes(), str(path))
     rows.append(("read + decode", time.perf_counter() - t))
@@ -206,13 +217,13 @@ def breakdown(path: Path) -> list[tuple[str, float]]:
     rows.append(("lower (tuples -> SSA IR)", max(0.0, t_both - t_parse)))
 
     t = time.perf_counter()
-    prepare(module, settings)
+    prepare(module, settings_)
     rows.append(("prepare (target, launch)", time.perf_counter() - t))
 
     kernels = [k for k in module.kernels if k.blocks]
     from tolk_lint.engine import kernel_target
 
-    ctxs = [RuleContext(module, k, settings, kernel_target(k, module, settings)) for k in kernels]
+    ctxs = [RuleContext(module, k, settings_, kernel_target(k, module, settings_)) for k in kernels]
     t = time.perf_counter()
     for k in kernels:
         k.cfg()
@@ -235,7 +246,7 @@ def breakdown(path: Path) -> list[tuple[str, float]]:
         rows.append((f"  of which Z3 ({q} queries, inside the analyses above)", z3))
 
     diags = list(module.diagnostics)
-    for rule_cls in iter_rules(settings.effective_select, settings.ignore):
+    for rule_cls in iter_rules(settings_.effective_select, settings_.ignore):
         if rule_cls.engine_rule:
             continue
         rule = rule_cls()
@@ -251,7 +262,7 @@ def breakdown(path: Path) -> list[tuple[str, float]]:
         rows.append(("Z3 in total (analyses + rules)", z3_all))
 
     t = time.perf_counter()
-    apply_suppressions(diags, module, settings)
+    apply_suppressions(diags, module, settings_)
     rows.append(("suppressions", time.perf_counter() - t))
     return rows
 
@@ -269,12 +280,26 @@ def main() -> int:
     ap.add_argument("--ptx", type=Path, help="benchmark this PTX file instead of compiling the sgemm kernel")
     ap.add_argument("--arch", default="sm_80")
     ap.add_argument(
-        "--unroll", type=int, default=6, help="unroll factor of the k loop (6: ~31,000 lines; nvcc declines 7 and 8)"
+        "--unroll",
+        type=int,
+        default=6,
+        help="unroll factor of the k loop (6: ~31,000 lines; nvcc declines 7 and 8)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
     ap.add_argument("--no-breakdown", action="store_true")
+    ap.add_argument("--select", help="rule codes or prefixes to run (as on the command line)")
+    ap.add_argument("--ignore", help="rule codes or prefixes to leave out")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
     a = ap.parse_args()
+    global SETTINGS
+    if a.select or a.ignore:
+        from tolk_lint.config import resolve_settings
+
+        def codes(v):
+            return tuple(c.strip().upper() for c in v.split(",") if c.strip()) if v else None
+
+        SETTINGS = resolve_settings(select=codes(a.select), ignore=codes(a.ignore))
+        print(f"rules: --select {a.select or 'all'} --ignore {a.ignore or 'none'}")
 
     tmp = Path(tempfile.mkdtemp(prefix="tolk-bench-"))
     path = a.ptx.resolve() if a.ptx else compile_kernel(tmp, a.arch, a.unroll)
@@ -306,7 +331,9 @@ def main() -> int:
     print(f"tolk-lint (lint_file, best of {a.repeat}): {t_lint:.3f} s = {n_lines / t_lint:,.0f} lines/s")
     print(f"  diagnostics: {dict(sorted(codes.items())) or 'none'}")
     if t_ptxas is not None:
-        print(f"ptxas -arch={a.arch} (best of {a.repeat}): {t_ptxas:.3f} s = {n_lines / t_ptxas:,.0f} lines/s")
+        print(
+            f"ptxas -arch={a.arch} (best of {a.repeat}): {t_ptxas:.3f} s = {n_lines / t_ptxas:,.0f} lines/s"
+        )
         print(f"ratio tolk-lint / ptxas: {t_lint / t_ptxas:.2f}  (target: <= 1.00)", flush=True)
     else:
         print("ptxas: not on PATH", flush=True)
@@ -317,7 +344,9 @@ def main() -> int:
     t_lint2, _ = best_of(lambda: lint_once(big), a.repeat)
     t_ptxas2 = time_ptxas(big, a.arch, a.repeat)
     print()
-    print(f"linearity: doubled file {n_big:,} lines: tolk-lint {t_lint2:.3f} s, ratio x2 / x1 = {t_lint2 / t_lint:.2f}")
+    print(
+        f"linearity: doubled file {n_big:,} lines: tolk-lint {t_lint2:.3f} s, ratio x2 / x1 = {t_lint2 / t_lint:.2f}"
+    )
     if t_ptxas2 is not None:
         print(f"           ptxas {t_ptxas2:.3f} s, ratio x2 / x1 = {t_ptxas2 / t_ptxas:.2f}")
 

@@ -61,7 +61,11 @@ def renamed(source: str, names: set[str], suffix: str) -> str:
     out = []
     prev = None
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.NAME and tok.string in names and not (prev is not None and prev.string == "."):
+        if (
+            tok.type == tokenize.NAME
+            and tok.string in names
+            and not (prev is not None and prev.string == ".")
+        ):
             tok = tok._replace(string=tok.string + suffix)
         out.append(tok)
         if tok.type not in (tokenize.NL, tokenize.COMMENT):

@@ -21,8 +21,12 @@ DATA = Path(__file__).parent / "data"
 def tolk_lint(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     exe = shutil.which("tolk-lint", path=os.path.dirname(sys.executable)) or shutil.which("tolk-lint")
     argv = [exe] if exe else [sys.executable, "-m", "tolk_lint"]
-    p = subprocess.run(
-        argv + list(args), capture_output=True, text=True, timeout=timeout, env={**os.environ, "NO_COLOR": "1"}
+    p = subprocess.run(  # noqa: PLW1510 - callers assert the exit status
+        argv + list(args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "NO_COLOR": "1"},
     )
     assert "Traceback" not in p.stderr, p.stderr
     assert "Traceback" not in p.stdout, p.stdout
@@ -111,7 +115,9 @@ def test_truncated_ptx(tmp_path, text):
 
 
 def test_unknown_instruction_is_tl002(tmp_path):
-    text = SMALL_PTX.replace("\tadd.f32 %f2, %f1, %f1;\n", "\tadd.f32 %f2, %f1, %f1;\n\tfrobnicate.b32 %r3, %r2;\n")
+    text = SMALL_PTX.replace(
+        "\tadd.f32 %f2, %f1, %f1;\n", "\tadd.f32 %f2, %f1, %f1;\n\tfrobnicate.b32 %r3, %r2;\n"
+    )
     f = tmp_path / "frob.ptx"
     f.write_text(text)
     rc, diags = check_json(f)
@@ -184,7 +190,7 @@ def test_unknown_rule_is_a_usage_error():
 
 # -- a 50 MB file ------------------------------------------------------------------------
 
-_ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+(\w+)", re.M)
+_ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+(\w+)", re.MULTILINE)
 
 
 def replicate_ptx(text: str, target_bytes: int) -> str:

@@ -114,7 +114,11 @@ def nvcc_version() -> str:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc is not on PATH: no nvcc-produced PTX exercised")
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    out = (
+        subprocess.run([nvcc, "--version"], check=False, capture_output=True, text=True)
+        .stdout.strip()
+        .splitlines()
+    )
     return out[-1].split(",")[0] if out else "?"
 
 
@@ -243,7 +247,7 @@ def test_numba_cuda_ptx(tmp_path, numba_cuda, compiler_log, index, cc):
 
 # -- Triton ---------------------------------------------------------------------------------
 
-TRITON_SOURCE = '''
+TRITON_SOURCE = """
 import triton
 import triton.language as tl
 
@@ -282,7 +286,7 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sbk, scm,
         a += BK
         b += BK * sbk
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :], acc)
-'''
+"""
 
 TRITON_CASES = {
     "vec_add": ({"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
@@ -299,7 +303,7 @@ TRITON_CASES = {
 @pytest.fixture(scope="module")
 def triton_module(tmp_path_factory, compiler_log):
     try:
-        import triton  # noqa: F401
+        import triton
         from triton.backends.compiler import GPUTarget  # noqa: F401
         from triton.compiler import ASTSource  # noqa: F401
     except Exception as e:  # noqa: BLE001
@@ -328,7 +332,9 @@ def test_triton_ptx(tmp_path, triton_module, compiler_log, name, cc):
     signature, constexprs, attrs = TRITON_CASES[name]
     src = ASTSource(getattr(mod, name), signature, constexprs, attrs)
     try:
-        compiled = triton.compile(src, target=GPUTarget("cuda", cc, 32), options={"num_warps": 4, "num_stages": 3})
+        compiled = triton.compile(
+            src, target=GPUTarget("cuda", cc, 32), options={"num_warps": 4, "num_stages": 3}
+        )
     except Exception as e:  # noqa: BLE001 - a Triton that cannot compile here is a skip, not our failure
         record(compiler_log, "triton", version, skipped=f"compile failed: {type(e).__name__}")
         pytest.skip(f"Triton cannot compile {name} for sm_{cc} here: {type(e).__name__}: {str(e)[:300]}")

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import FIXTURES, pending_reason, xfail_if_pending
 
-from tolk_lint.testing import collect_fixtures, fixture_result, language_of, parse_expectations, rewrite_expectations
+from tolk_lint.testing import (
+    FixtureError,
+    Placed,
+    collect_fixtures,
+    fixture_result,
+    language_of,
+    match,
+    parse_expectations,
+    rewrite_expectations,
+    settings_from_flags,
+)
 
 
 def _params():
@@ -38,9 +50,6 @@ def test_there_are_fixtures():
 
 # -- the harness itself ------------------------------------------------------------------
 
-from pathlib import Path  # noqa: E402
-
-from tolk_lint.testing import FixtureError, Placed, match, settings_from_flags  # noqa: E402
 
 CU = """\
 // flags: --target sm_90 --block 128,2 --select TL1,TL2 --ignore TL203
@@ -111,7 +120,9 @@ def test_match_reports_missing_extra_and_clean():
     assert [str(e) for e in res.missing] == ['line 5: TL101 "thread-dependent"']
     assert [p.code for p in res.extra] == ["TL002"]
     text = res.report()
-    assert "missing line 5: TL101" in text and "extra   no line of the fixture (x.ptx:3): TL002 opaque" in text
+    assert (
+        "missing line 5: TL101" in text and "extra   no line of the fixture (x.ptx:3): TL002 opaque" in text
+    )
     res = match(Path("x.cu"), exp, [Placed(5, "TL101", "other words", None, "")] + reported[2:])
     assert res.wrong_message and not res.ok
 
@@ -133,4 +144,6 @@ def test_rewrite_expectations(tmp_path):
         (8, "TL203", None),  # the two own-line comments are gone
     ]
     assert new.clean == []  # the kernel has diagnostics now
-    assert match(f, new, [Placed(5, "TL101", "thread-dependent", None, ""), Placed(8, "TL203", "", None, "")]).ok
+    assert match(
+        f, new, [Placed(5, "TL101", "thread-dependent", None, ""), Placed(8, "TL203", "", None, "")]
+    ).ok

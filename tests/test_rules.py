@@ -7,9 +7,9 @@ import re
 
 import pytest
 from conftest import FIXTURES, pending_prefixes
+from tolk_lint.rules import ALL_RULES
 
 from tolk_lint.registry import Rule
-from tolk_lint.rules import ALL_RULES
 from tolk_lint.testing import collect_fixtures, language_of, parse_expectations, run_example
 
 REQUIRED_HEADINGS = ("## What it does", "## Why is this bad?", "## Fix safety")
@@ -51,7 +51,9 @@ def test_codes_are_unique_and_sorted():
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
 def test_code_name_and_module(rule: type[Rule]):
     assert re.fullmatch(r"TL\d{3}", rule.code), rule.code
-    assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", rule.name), f"{rule.code}: name `{rule.name}` is not kebab-case"
+    assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", rule.name), (
+        f"{rule.code}: name `{rule.name}` is not kebab-case"
+    )
     module = rule.__module__.rsplit(".", 1)[-1]
     want = f"tl{rule.code[2:]}_{rule.name.replace('-', '_')}"
     assert module == want, f"{rule.code} lives in {module}.py; expected {want}.py"
@@ -62,8 +64,10 @@ def test_code_name_and_module(rule: type[Rule]):
 def test_documentation(rule: type[Rule]):
     doc = rule.doc()
     first = doc.splitlines()[0] if doc else ""
-    assert first == f"{rule.code} {rule.name}", f"{rule.code}: docstring must start with `{rule.code} {rule.name}`"
-    headings = set(re.findall(r"^## .+$", doc, flags=re.M))
+    assert first == f"{rule.code} {rule.name}", (
+        f"{rule.code}: docstring must start with `{rule.code} {rule.name}`"
+    )
+    headings = set(re.findall(r"^## .+$", doc, flags=re.MULTILINE))
     required = REQUIRED_HEADINGS + (() if rule.engine_rule else ("## Example",))
     missing = [h for h in required if h not in headings]
     assert not missing, f"{rule.code}: docstring lacks {missing}"

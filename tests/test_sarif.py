@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -18,6 +19,7 @@ from tolk_lint.engine import LintResult
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.outputs.sarif import render, sarif_log
 from tolk_lint.registry import all_rules
+from tolk_lint.testing import FixtureError, language_of, parse_expectations
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(REPO), "shared")
@@ -43,7 +45,15 @@ CORPUS_SETTINGS = resolve_settings(select=("TL0",))
 
 
 def _settings_of(path: str):
-    return CORPUS_SETTINGS if os.sep + "corpus" + os.sep in path else DEFAULT_SETTINGS
+    """The settings a fixture is linted with: its own ``flags:`` line (the
+    launch shape it is written for), as tests/test_fixtures.py runs it."""
+    if os.sep + "corpus" + os.sep in path:
+        return CORPUS_SETTINGS
+    try:
+        exp = parse_expectations(Path(path).read_text(), language_of(path))
+    except (FixtureError, OSError, UnicodeDecodeError, ValueError):
+        return DEFAULT_SETTINGS
+    return exp.settings() if exp.flags else DEFAULT_SETTINGS
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +81,8 @@ def linted(request) -> dict[str, LintResult]:
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for p, ptx in zip(cuda, pool.map(compile_one, cuda)):
                 target[p] = ptx
-    by_linted = {r.path: r for r in lint_files(sorted(set(target.values())), _settings_of, use_cache=False)}
+    settings = {t: _settings_of(p) for p, t in target.items()}
+    by_linted = {r.path: r for r in lint_files(sorted(settings), settings.__getitem__, use_cache=False)}
     return {p: by_linted[t] for p, t in target.items()}
 
 

@@ -49,9 +49,10 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from tolk_lint.config import Settings, resolve_settings
 
@@ -338,7 +339,7 @@ def compile_cuda(path: str | os.PathLike, arch: str = DEFAULT_CUDA_ARCH, out_dir
     if cached is None or not cached.exists():
         cached = _cache_dir() / f"{key[0][:24]}.{arch}.ptx"
         cmd = [nvcc, "-ptx", "-lineinfo", f"-arch={arch}", "-o", str(cached), src.name]
-        p = subprocess.run(cmd, cwd=src.parent, capture_output=True, text=True, timeout=300)
+        p = subprocess.run(cmd, check=False, cwd=src.parent, capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
             raise FixtureError(f"nvcc failed on {path} ({' '.join(cmd)}):\n{p.stderr.strip()}")
         _PTX_CACHE[key] = cached
@@ -436,9 +437,7 @@ class FixtureResult:
             out.append(f'  message line {e.line}: {e.code} does not contain "{e.substring}": {msgs}')
         for c, p in self.dirty_clean:
             out.append(f"  kernel `{c.name}` (line {c.line}) is expect-clean, but: {p}")
-        out.append(
-            "  (run `pytest --update-fixtures` to rewrite the expectations from what is reported)"
-        )
+        out.append("  (run `pytest --update-fixtures` to rewrite the expectations from what is reported)")
         return "\n".join(out)
 
 
@@ -486,7 +485,9 @@ def fixture_result(path: str | os.PathLike, extra_flags: Iterable[str] = ()) -> 
     return match(path, exp, lint_fixture(path, exp, extra_flags))
 
 
-def check_fixture(path: str | os.PathLike, update: bool = False, extra_flags: Iterable[str] = ()) -> FixtureResult:
+def check_fixture(
+    path: str | os.PathLike, update: bool = False, extra_flags: Iterable[str] = ()
+) -> FixtureResult:
     """Lint ``path`` and require exactly its expectations; with ``update``,
     rewrite the expectations from what was reported instead (and fail only on
     diagnostics that land on no line of the file)."""
@@ -700,7 +701,11 @@ def acceptance_result(case: AcceptanceCase, codes: Iterable[str] | None = None) 
         if "ways" in e:
             wanted["ways"] = e["ways"]
         for key, value in wanted.items():
-            seen = {(d.data or {}).get(key) for d in diags if d.code == e["code"] and _acc_line(d, case) == e["line"]}
+            seen = {
+                (d.data or {}).get(key)
+                for d in diags
+                if d.code == e["code"] and _acc_line(d, case) == e["line"]
+            }
             if seen and seen != {value}:
                 facts.append(f"{e['code']}@{e['line']} {key} {sorted(map(str, seen))} != {value}")
     return AcceptanceResult(case, want, got, facts, notes, diags)

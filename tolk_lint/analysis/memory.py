@@ -106,6 +106,7 @@ O = Opcode
 
 CAP = 4  # back edges counted exactly along a barrier-free path (beyond: any trip)
 TRIP_BOUND = 1 << 28  # no loop of a kernel runs more trips than this
+SAME_VALUE_BUDGET = 20  # "both store the same value" is asked with rlimit / this
 MAX_PAIRS = 20000  # candidate pairs per kernel solved (beyond: `truncated`, and the rest are not asked)
 SHARED_WINDOW = 1 << 24  # shared addresses live below this
 
@@ -367,7 +368,12 @@ def _fragment(ins: Instr, elem: int) -> tuple:
 # ---------------------------------------------------------------------------
 # phases: barrier-free reachability with loop-trip relations
 
-Vec = tuple  # ((Loop, kind, n), ...) outer loop first; kind in "rel" "abs" "free"
+Vec = tuple  # ((Loop, kind, n), ...) outer loop first; kind in "rel" "abs" "relge" "absge" "free", x-/h- prefixed
+
+
+def _loose(k: str) -> bool:
+    """A trip known only from below (``relge``/``absge``) or not at all (``free``)."""
+    return k.endswith("free") or k.endswith("ge")
 
 
 @dataclass(frozen=True)
@@ -459,10 +465,10 @@ class Phases:
         for lp in self.loops(y):
             if lp in cur:
                 k, n = cur[lp]
-                if lp is back and k != "free":
+                if lp is back and k in ("rel", "abs"):
                     n += 1
                     if n > CAP or (level is not None and self.free_cycle(lp, level)):
-                        k, n = "free", 0
+                        k = k + "ge"  # at least n trips later: any number beyond
                 out.append((lp, k, n))
             else:
                 out.append((lp, "abs", 0) if y is lp.header else (lp, "free", 0))
@@ -620,13 +626,14 @@ def compose(walk_vec: Vec, phase_vec: Vec) -> Vec:
         seen.add(lp)
         base = k[1:] if k[0] in "xh" else k
         pre = k[0] if k[0] in "xh" else ""
-        if base == "rel":
+        if base in ("rel", "relge"):
             k2, n2 = w.get(lp, ("free", 0))
             k2 = k2[1:] if k2[0] in "xh" else k2
             if k2 == "free":
                 out.append((lp, pre + "free", 0))
             else:
-                out.append((lp, pre + k2, n + n2))
+                ge = base.endswith("ge") or k2.endswith("ge")
+                out.append((lp, pre + k2.replace("ge", "") + ("ge" if ge else ""), n + n2))
         else:
             out.append((lp, k, n))
     # loops the copying thread left before the barrier: the access comes after
@@ -647,7 +654,7 @@ def _compatible(da: frozenset, db: frozenset) -> bool:
 def _normalize(a: Access, va: Vec, b: Access, vb: Vec) -> tuple:
     """Shift ``rel`` trips so that ``a``'s are 0 (the anchor is arbitrary)."""
     shift = {lp: n for lp, k, n in va if k in ("rel", "xrel")}
-    rels = ("rel", "xrel", "hrel")
+    rels = ("rel", "xrel", "hrel", "relge", "xrelge")
     na = tuple((lp, k, n - shift[lp] if (k in rels and lp in shift) else n) for lp, k, n in va)
     nb = tuple((lp, k, n - shift[lp] if (k in rels and lp in shift) else n) for lp, k, n in vb)
     return (a, na, b, nb)
@@ -858,6 +865,19 @@ class _Query:
             if k[0] == "h":
                 continue
             k = k[1:] if k[0] == "x" else k
+            if k in ("relge", "absge"):
+                extra = z3.BitVec(f"g_{lp.header.name}_{tag}", w)
+                if k == "relge":
+                    s = self.anchors.get(lp)
+                    if s is None:
+                        s = self.anchors[lp] = z3.BitVec(f"s_{lp.header.name}", w)
+                        self.enc.constraints += [s >= 0, s < TRIP_BOUND]
+                    base = s + n
+                else:
+                    base = z3.BitVecVal(n, w)
+                # extra >= 0 and small: the trip bound in `conditions` keeps the sum in range
+                out[lp] = base + z3.ZeroExt(w - 28, z3.Extract(27, 0, extra))
+                continue
             if k == "rel":
                 s = self.anchors.get(lp)
                 if s is None:
@@ -1238,7 +1258,7 @@ class MemoryFacts:
                 if mine is None or mine[0] != k[1:]:
                     continue
                 ox, oy = dx.get(O), next(((kk, nn) for l2, kk, nn in vy if l2 is O), None)
-                if ox is None or oy is None or ox[0] != oy[0] or ox[0] == "free" or oy[1] != ox[1] + 1:
+                if ox is None or oy is None or ox[0] != oy[0] or _loose(ox[0]) or oy[1] != ox[1] + 1:
                     continue
                 if mine[1] > n or (mine[1] == n and self._past_exit_test(x, lp)):
                     return True
@@ -1360,7 +1380,7 @@ class MemoryFacts:
             if lp not in da or k[0] == "h":
                 continue
             ka, na = da[lp]
-            if "free" in k or "free" in ka or k.lstrip("x") != ka.lstrip("x"):
+            if _loose(k) or _loose(ka) or k.lstrip("x") != ka.lstrip("x"):
                 return None
             if n != na:
                 return n > na
@@ -1437,7 +1457,7 @@ class MemoryFacts:
         def record(it, status, model):
             self._kind_vec = it[1] if a.kind == "copy" else None
             r = self._race(a, ta, it[0], it[2], code, q, status, walks, same_thread, model, fa=fa, fb=it[3])
-            ambiguous = any(k.endswith("free") for _lp, k, _n in va) or any(k.endswith("free") for _lp, k, _n in it[1])
+            ambiguous = any(_loose(k) for _lp, k, _n in va) or any(_loose(k) for _lp, k, _n in it[1])
             if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous:
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
             out.append(r)
@@ -1599,8 +1619,8 @@ class MemoryFacts:
         Yields (ctx of a, ctx of b); None when there are too many."""
         P = self.period
         shared = sorted({id(lp): lp for lp, k, _n in list(va) + list(vb) if k in ("rel", "xrel")}.items())
-        frees = [("a", lp) for lp, k, _n in va if k in ("free", "xfree")] + \
-            [("b", lp) for lp, k, _n in vb if k in ("free", "xfree")]  # fmt: skip
+        frees = [("a", lp) for lp, k, _n in va if k[0] != "h" and _loose(k)] + \
+            [("b", lp) for lp, k, _n in vb if k[0] != "h" and _loose(k)]  # fmt: skip
         n = len(shared) + len(frees)
         if P ** n > limit:
             return None
@@ -1617,7 +1637,9 @@ class MemoryFacts:
                     if k[0] == "h":
                         continue
                     x = "x" if k[0] == "x" else ""
-                    if k in ("rel", "xrel"):
+                    if _loose(k):
+                        items.append((lp, (x + "free", fr[(side, lp)], side)))
+                    elif k in ("rel", "xrel"):
                         items.append((lp, (x + "rel", m, rel[lp])))
                     elif k in ("abs", "xabs"):
                         items.append((lp, (x + "abs", m)))
@@ -1946,10 +1968,10 @@ class MemoryFacts:
             self._q = _Query(self)
         return self._q
 
-    def _solve(self, q: _Query, goal) -> smt.Verdict:
+    def _solve(self, q: _Query, goal, rlimit: int | None = None, fallback: bool = True) -> smt.Verdict:
         self.queries += 1
         STATS["queries"] += 1
-        v = _solve_bv(q.enc, goal, self.rlimit)
+        v = _solve_bv(q.enc, goal, rlimit or self.rlimit, fallback)
         if v.status == "unknown":
             self.unknown += 1
         return v
@@ -2065,7 +2087,9 @@ class MemoryFacts:
                 return False  # the witness itself stores two values
             base = q.conditions(a, 0, ta) + q.conditions(b, 1, tb)
             goal = z3.And(*base, q.overlap(fa, fb), va != vb)
-            return self._solve(q, goal).status == "unsat"
+            # Only the message's wording depends on this: a small budget, no
+            # second solver; "don't know" words it as two values.
+            return self._solve(q, goal, self.rlimit // SAME_VALUE_BUDGET, fallback=False).status == "unsat"
         except Exception:  # noqa: BLE001
             return False
 
@@ -2321,7 +2345,7 @@ def _inside_succ(branch: Instr, lp: Loop) -> Block:
 _TACTIC = None
 
 
-def _solve_bv(enc, goal, rlimit: int) -> smt.Verdict:
+def _solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
     """`smt.solve`'s question through a bit-blasting tactic (simplify, solve
     equations, drop unconstrained terms, Ackermannize the uninterpreted
     functions, bit-blast, SAT): the memory queries are pure bit-vector
@@ -2351,9 +2375,9 @@ def _solve_bv(enc, goal, rlimit: int) -> smt.Verdict:
     if r == z3.sat:
         smt.STATS["sat"] += 1
         return smt.Verdict("sat", s.model())
-    if "resource" in (reason or ""):
+    if "resource" in (reason or "") or not fallback:
         smt.STATS["unknown"] += 1
-        return smt.Verdict("unknown", reason="resource limit")
+        return smt.Verdict("unknown", reason="resource limit" if "resource" in (reason or "") else reason)
     smt.STATS["queries"] -= 1
     return smt.solve(enc, goal, rlimit)
 
