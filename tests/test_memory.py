@@ -7,6 +7,7 @@ happens-before model (Appendix B) for every trip count the model runs."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pytest
@@ -740,3 +741,52 @@ def test_copies_without_any_wait_overwrite_in_flight_copies():
     diags = lint(pipeline_ptx(S, pro, body, epi), "n.ptx", block=(256, 1, 1))
     kinds = {d.data["kind"] for d in diags}
     assert "copy-over-inflight" in kinds and "read-before-wait" in kinds
+
+
+# -- no launch shape: the concrete pass runs the largest flat block ----------------------
+
+FLAT_TILE = """
+    .version 8.0
+    .target sm_80
+    .address_size 64
+    .visible .entry tile(.param .u64 out)
+    .maxntid 256, 1, 1
+    {
+        .shared .align 4 .b8 s[2048];
+        .reg .b32 %r<8>;
+        .reg .b64 %rd<4>;
+        mov.u32 %r1, %tid.x;
+        shl.b32 %r2, %r1, 2;
+        mov.u32 %r3, s;
+        add.u32 %r4, %r3, %r2;
+        st.shared.u32 [%r4], %r1;
+        st.shared.u32 [%r4+1024], %r1;
+        OFFSET
+        ld.shared.u32 %r6, [%r5];
+        ret;
+    }
+"""
+
+
+def test_flat_kernel_without_launch_shape_is_cleared_without_the_solver():
+    """Reads only tid.x, bounded by .maxntid 256: each thread's two stores
+    and its own read (no barrier, but the same thread) touch its own words.
+    Every smaller flat block's threads are among the 256 evaluated, so the
+    concrete pass clears all pairs and Z3 is never asked."""
+    src = FLAT_TILE.replace("OFFSET", "add.u32 %r5, %r4, 1024;")
+    f, _k = facts_of(src, "k.ptx")
+    assert f.concrete_block == ((256, 1, 1), True)
+    assert f.races() == [] and f.out_of_bounds() == []
+    assert f.queries == 0 and f.concrete_cleared > 0
+
+
+def test_flat_kernel_without_launch_shape_still_finds_the_race():
+    """The read of the neighbour's word races with its store; the witness
+    comes from the solver (the block is an assumption), within 256 threads."""
+    src = FLAT_TILE.replace("OFFSET", "add.u32 %r5, %r4, 4;")
+    diags = lint(src, "k.ptx")
+    assert where(diags, "TL201") == {("TL201", 17)}
+    assert diags[0].data["solver"] == "sat" and diags[0].data["other_line"] == 14
+    m = re.search(r"threads (\d+) and (\d+) of a block of (\d+)x1x1", diags[0].message)
+    assert m and max(int(m[1]), int(m[2])) < int(m[3]) <= 256, diags[0].message
+    assert "at most 256 threads (.maxntid, one-dimensional" in diags[0].message

@@ -106,3 +106,35 @@ def test_tensor_core_in_lane_dependent_loop_is_tl102():
     assert diags and {d.code for d in diags} == {"TL102"}
     assert {d.origin.outermost().line for d in diags} == {37, 38, 39}
     assert all(d.data["level"] == "warp" for d in diags)
+
+
+def _memory_order_kernels():
+    from kernelgen import generate
+
+    for seed in range(120):
+        yield generate(seed, mode="shared").kernel
+    for path in sorted(Path(__file__).parent.parent.joinpath("fixtures", "ptx").rglob("*.ptx")):
+        module = parse(path.read_text(), str(path))
+        yield from (k for k in module.kernels if k.blocks)
+
+
+def test_barrier_free_reach_bitsets_agree_with_the_walk():
+    """`MemoryOrder.unordered_sets` (two bit-set dataflows) answers exactly
+    what `reaches_unordered` (one CFG walk per write) does, both ways."""
+    from tolk_lint.analysis.uniform import MemoryOrder, is_write
+    from tolk_lint.ir.opcodes import Opcode
+
+    checked = 0
+    for kernel in _memory_order_kernels():
+        mo = MemoryOrder(kernel)
+        instrs = list(kernel.instrs())
+        writes = [i for i in instrs if is_write(i)]
+        for r in (i for i in instrs if i.op in (Opcode.LOAD, Opcode.ATOMIC, Opcode.STORE)):
+            before, after = mo.unordered_sets(r, writes)
+            for n, w in enumerate(writes):
+                if w is r:
+                    continue
+                assert bool(before >> n & 1) == mo.reaches_unordered(w, r), (kernel.name, w.text, r.text)
+                assert bool(after >> n & 1) == mo.reaches_unordered(r, w), (kernel.name, r.text, w.text)
+                checked += 1
+    assert checked > 1000

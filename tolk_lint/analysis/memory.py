@@ -1603,14 +1603,30 @@ class MemoryFacts:
             return None
         return self._race(a, ta, it[0], tb, r.code, q, "sat", walks, same_thread, v.model, fa=fa, fb=it[3])
 
-    def _evaluator(self, ctx: tuple) -> _ThreadEval | None:
+    @property
+    def concrete_block(self) -> tuple[tuple[int, int, int] | None, bool]:
+        """The block the concrete pass evaluates every thread of, and whether
+        it is an assumption. Without a launch shape, a kernel that reads only
+        tid.x is run as the largest flat block its bounds allow: each smaller
+        flat block's threads are among its threads and compute the same
+        addresses under the same conditions (ntid stays symbolic), so a pair
+        cleared there is cleared for every allowed block."""
         block = self.k.launch.block
-        if block is None or block[0] * block[1] * block[2] > 1024:
+        if block is not None:
+            return (block, False) if block[0] * block[1] * block[2] <= 1024 else (None, False)
+        if self.tid_dims & {"y", "z"}:
+            return None, False
+        n = self.k.launch.max_threads or 1024
+        return ((n, 1, 1), True) if 0 < n <= 1024 else (None, False)
+
+    def _evaluator(self, ctx: tuple) -> _ThreadEval | None:
+        block, assumed = self.concrete_block
+        if block is None:
             return None
         key = tuple((id(lp),) + r for lp, r in ctx)
         ev = self._evals.get(key)
         if ev is None:
-            ev = self._evals[key] = _ThreadEval(self, block, self.info, dict(ctx))
+            ev = self._evals[key] = _ThreadEval(self, block, self.info, dict(ctx), assumed=assumed)
         return ev
 
     def _combos(self, va: Vec, vb: Vec, limit: int = 64):
@@ -1712,7 +1728,8 @@ class MemoryFacts:
         any trip (every thread evaluated, each trip residue enumerated); hint
         a colliding pair of threads for the others."""
         hints: dict[int, dict] = {}
-        if self.k.launch.block is None or a.fragment is not None:
+        block, assumed = self.concrete_block
+        if block is None or a.fragment is not None:
             return partners, hints
         keep = []
         for b, vb in partners:
@@ -1735,7 +1752,9 @@ class MemoryFacts:
                     break
                 h = self._collide(a, ca, ta, b, tb, same_warp, same_thread, cb)
                 if h is not None:
-                    exact = ta[4] and tb[4] and self._q0_trips(ca) is not None and self._q0_trips(cb) is not None
+                    # with an assumed block, Z3 confirms the pair (the witness names a real launch)
+                    exact = not assumed and ta[4] and tb[4] and self._q0_trips(ca) is not None \
+                        and self._q0_trips(cb) is not None  # fmt: skip
                     if hit is None or exact:
                         verdict, hit = "hit", (h[0], h[1], exact, ca, cb)
             if verdict == "clear":
@@ -2169,7 +2188,7 @@ class MemoryFacts:
         """"clear" when every thread stays in bounds at every trip residue,
         a thread (int) that leaves them, or None (cannot tell)."""
         buf = acc.buffer
-        block = self.k.launch.block
+        block, _assumed = self.concrete_block
         if block is None or buf is None or acc.fragment is not None:
             return None
         loops = self.phases.loops(acc.instr.block)
@@ -2210,11 +2229,9 @@ class MemoryFacts:
             base_c = cb if isinstance(cb, int) else None
             if base_c is None:
                 return None
+            limit = buf.bytes - acc.width  # the last byte offset the access may start at
             for t, x in enumerate(cs):
-                if act is not None and not act[t]:
-                    continue
-                off = (x - base_c) % mod
-                if off + acc.width > buf.bytes:
+                if (x - base_c) % mod > limit and (act is None or act[t]):
                     return t
         return "clear"
 
@@ -2233,6 +2250,7 @@ class MemoryFacts:
     def _find_oob(self) -> list[OutOfBounds]:
         z3 = smt.z3mod()
         out = []
+        q: _Query | None = None
         for acc in self.accesses:
             buf = acc.buffer
             if buf is None or buf.dynamic:
@@ -2242,10 +2260,12 @@ class MemoryFacts:
                 self.concrete_cleared += 1
                 continue
             try:
-                q = _Query(self)
+                # one context for every access: each trip is a free variable
+                # of its loop (tag "o"), the same in every question asked here
+                if q is None:
+                    q = _Query(self)
                 vec = self.phases.vec0(acc.instr.block)
                 tr = q.trip_exprs(acc, tuple((lp, "free", 0) for lp, _k, _n in vec), "o")
-                cond = q.conditions(acc, 0, tr)
                 q.context(tr)
                 python = self.k.language == "python"
                 if python and acc.index is not None and len(acc.index) == len(buf.shape) and all(buf.shape):
@@ -2276,12 +2296,14 @@ class MemoryFacts:
                         bad = z3.Or(z3.UGT(width, nbytes), z3.UGT(off, z3.BitVecVal(nbytes, W) - width))
                     detail_vals = [off]
                 v = None
+                if conc is None and self._solve(q, bad).status == "unsat":
+                    continue  # in bounds whatever the path (its conditions are not even encoded)
+                cond = q.conditions(acc, 0, tr)
+                q.context(tr)
                 if isinstance(conc, int):
                     v = self._solve(q, z3.And(*cond, bad, q.enc.linear(0) == conc))
                     if v.status != "sat":
                         v = None
-                if v is None and self._solve(q, bad).status == "unsat":
-                    continue  # in bounds whatever the path
                 if v is None:
                     v = self._solve(q, z3.And(*cond, bad))
             except Exception as e:  # noqa: BLE001
@@ -3083,6 +3105,10 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
         assumed = "assuming a one-dimensional block, as the kernel reads only tid.x; the launch shape is not given"
     ev = _ThreadEval(mf, block, mf.warp_info, {lp: ("rel", 0, 0) for lp in mf.cfg.loops}, assumed=bool(assumed))
     nwarps = -(-ev.n // 32)
+    # Unrolled code repeats one lane pattern at many offsets: banks repeat
+    # every 128 bytes, so a warp's verdict depends only on its lanes'
+    # offsets from the first and on that first address modulo 128.
+    memo: dict[tuple, tuple] = {}
     for acc in mf.shared:
         ins = acc.instr
         if ins.op not in (O.LOAD, O.STORE, O.ATOMIC, O.CP_ASYNC):
@@ -3101,7 +3127,12 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
             lanes = [i for i in range(w * 32, min(ev.n, w * 32 + 32)) if act is None or act[i]]
             if len(lanes) < 2:
                 continue
-            ways, worst, bank, stride = _warp_ways({i - w * 32: c[i] for i in lanes}, acc.width)
+            first = c[lanes[0]]
+            key = (acc.width, first % 128, tuple((i - w * 32, c[i] - first) for i in lanes))
+            got = memo.get(key)
+            if got is None:
+                got = memo[key] = _warp_ways({i - w * 32: c[i] for i in lanes}, acc.width)
+            ways, worst, bank, stride = got
             if best is None or ways > best.ways:
                 best = BankConflict(acc, ways, stride, w, worst, bank, "", assumed)
         if best is not None and best.ways > 1:

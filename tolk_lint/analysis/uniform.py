@@ -56,6 +56,7 @@ Divergence on Reducible Control Flow Graphs", POPL 2021.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -197,6 +198,7 @@ class MemoryOrder:
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
+        self._flows: dict[int, tuple] = {}
         self._reach: dict[Instr, tuple[set[Block], Block, int]] = {}
         self.pos: dict[Instr, int] = {}
         self.barriers: dict[Block, list[int]] = {}
@@ -233,6 +235,74 @@ class MemoryOrder:
         got = self._reach[w] = (entered, b, widx)
         return got
 
+    def unordered_sets(self, r: Instr, writes: list[Instr]) -> tuple[int, int]:
+        """``(before, after)``: bit i of ``before`` is set when ``writes[i]``
+        reaches ``r`` on a path with no barrier (`reaches_unordered(w, r)`),
+        of ``after`` when ``r`` reaches ``writes[i]`` so. One forward and one
+        backward bit-set dataflow per list of writes, so a load costs two
+        lookups instead of a question per write."""
+        flow = self._flows.get(id(writes))
+        if flow is None or flow[0] is not writes:
+            flow = self._flows[id(writes)] = (writes, *self._flow(writes))
+        _w, into, out_of, bits_in = flow
+        b, i = r.block, self.pos[r]
+        idx = self.barriers[b]
+        k = bisect.bisect_right(idx, i)
+        lo = idx[k - 1] if k else -1  # the last barrier before r
+        hi = idx[k] if k < len(idx) else len(b.instrs)  # the first one after it
+        before = after = 0
+        for j, bit in bits_in.get(b, ()):
+            if lo < j < i:
+                before |= bit
+            elif i < j < hi:
+                after |= bit
+        if lo < 0:
+            before |= into[b]
+        if hi == len(b.instrs):
+            after |= out_of[b]
+        return before, after
+
+    def _flow(self, writes: list[Instr]):
+        """Per block: the writes that reach its entry with no barrier on the
+        way (forward), and those its exit reaches so (backward)."""
+        bits_in: dict[Block, list[tuple[int, int]]] = {}
+        for n, w in enumerate(writes):
+            bits_in.setdefault(w.block, []).append((self.pos[w], 1 << n))
+        blocks = self.kernel.blocks
+        preds: dict[Block, list[Block]] = {b: [] for b in blocks}
+        for b in blocks:
+            for s in b.succs:
+                preds.setdefault(s, []).append(b)
+        tail: dict[Block, int] = {}  # writes after the block's last barrier
+        head: dict[Block, int] = {}  # writes before its first barrier
+        for b in blocks:
+            idx = self.barriers[b]
+            t = h = 0
+            for j, bit in bits_in.get(b, ()):
+                if not idx or j > idx[-1]:
+                    t |= bit
+                if not idx or j < idx[0]:
+                    h |= bit
+            tail[b], head[b] = t, h
+
+        def solve(edges_in, gen):
+            val = {b: 0 for b in blocks}
+            changed = True
+            while changed:
+                changed = False
+                for b in blocks:
+                    new = 0
+                    for p in edges_in(b):
+                        new |= gen[p] | (val[p] if not self.barriers[p] else 0)
+                    if new != val[b]:
+                        val[b] = new
+                        changed = True
+            return val
+
+        into = solve(lambda b: preds.get(b, ()), tail)
+        out_of = solve(lambda b: b.succs, head)
+        return into, out_of, bits_in
+
     def reaches_unordered(self, w: Instr, r: Instr) -> bool:
         """Whether some path runs from write ``w`` to ``r`` with no barrier."""
         entered, wb, widx = self._region(w)
@@ -243,6 +313,10 @@ class MemoryOrder:
         if rb in entered:
             return not self._barrier_between(rb, -1, ridx)
         return False
+
+
+def _lowest_bit(x: int) -> int:
+    return (x & -x).bit_length() - 1
 
 
 def _roots_may_alias(a: tuple[str, str] | None, b: tuple[str, str] | None) -> bool:
@@ -535,7 +609,23 @@ class _KernelFacts:
         self._controlled: dict[Block, list[Block]] | None = None
         self._roots: dict[Instr, tuple[str, str] | None] = {}
         self._seeds: dict[Instr, str | None] = {}
+        self._alias_masks: dict[tuple[str, str] | None, int] = {}
         self._global_roots = {self.root(w) for w in self.global_writes}
+
+    @functools.cached_property
+    def _shared_writers(self) -> list[Instr]:
+        return self.shared_writes + self.unknown_writers
+
+    def _alias_mask(self, root: tuple[str, str] | None) -> int:
+        """The writers of `_shared_writers` that may write ``root`` (bit i: writer i)."""
+        got = self._alias_masks.get(root)
+        if got is None:
+            got = 0
+            for i, w in enumerate(self._shared_writers):
+                if w.op in (O.OPAQUE, O.CALL) or _roots_may_alias(self.root(w), root):
+                    got |= 1 << i
+            self._alias_masks[root] = got
+        return got
 
     def root(self, ins: Instr) -> tuple[str, str] | None:
         if ins not in self._roots:
@@ -588,25 +678,27 @@ class _KernelFacts:
                     if w.op in (O.OPAQUE, O.CALL) or _roots_may_alias(self.root(w), root):
                         return f"read from global memory the kernel writes (line {_line(w)})"
             if sp == "generic":
-                for w in self.shared_writes:
-                    if self.memory.reaches_unordered(w, ld):
-                        return f"read through a generic pointer with no barrier after the write at line {_line(w)}"
+                before, _after = self.memory.unordered_sets(ld, self.shared_writes)
+                if before:
+                    w = self.shared_writes[_lowest_bit(before)]
+                    return f"read through a generic pointer with no barrier after the write at line {_line(w)}"
             return None
         if sp == "shared":
-            for w in self.shared_writes + self.unknown_writers:
-                if w.op not in (O.OPAQUE, O.CALL) and not _roots_may_alias(self.root(w), root):
-                    continue
-                if self.memory.reaches_unordered(w, ld):
-                    name = root[1] if root else "shared memory"
-                    return (f"read from `{name}` with no barrier after its write at line {_line(w)}: "
-                            "other threads may not have written it yet")  # fmt: skip
-                if self.memory.reaches_unordered(ld, w):
-                    # threads are not in lockstep: one that runs ahead may
-                    # write before another reads, unless a barrier lies between
-                    name = root[1] if root else "shared memory"
-                    return (f"read from `{name}`, which other threads may already overwrite at line {_line(w)} "
-                            "with no barrier in between")  # fmt: skip
-            return None
+            writes = self._shared_writers
+            before, after = self.memory.unordered_sets(ld, writes)
+            hits = (before | after) & self._alias_mask(root)
+            if not hits:
+                return None
+            i = _lowest_bit(hits)  # the first writer in program order, as a reader reads the message
+            w = writes[i]
+            name = root[1] if root else "shared memory"
+            if before >> i & 1:
+                return (f"read from `{name}` with no barrier after its write at line {_line(w)}: "
+                        "other threads may not have written it yet")  # fmt: skip
+            # threads are not in lockstep: one that runs ahead may
+            # write before another reads, unless a barrier lies between
+            return (f"read from `{name}`, which other threads may already overwrite at line {_line(w)} "
+                    "with no barrier in between")  # fmt: skip
         return f"read from {sp} memory"
 
 

@@ -19,6 +19,8 @@ cached on the kernel by `Kernel.cfg()`.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -74,6 +76,7 @@ class Origin:
 _BITS = {"pred": 1, "ptr": 64}
 
 
+@functools.lru_cache(maxsize=None)
 def type_bits(t: str) -> int:
     if t in _BITS:
         return _BITS[t]
