@@ -1445,6 +1445,11 @@ class MemoryFacts:
                 fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
                 cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
                 ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
+                if b is a and a.fragment is not None and not same_thread and same_warp is not False:
+                    # a wmma fragment is stored (loaded) by its warp's lanes
+                    # together, one `.sync.aligned` operation: two lanes of
+                    # one warp at one such instruction do not race
+                    ov.append(q.warp_rel(False))
                 if same_thread or after_of.get((id(b), _vec_repr(vb))):
                     ov.append(self._later_expr(q, a, ta, b, tb))
                 items.append((b, vb, tb, fb, z3.And(*(cond + ov)), z3.And(*ov)))
@@ -1473,8 +1478,14 @@ class MemoryFacts:
         cheap_base = ([wr] if wr is not None else []) + bounds_a
         survivors: list = []
         if plain and self.k.launch.block is None:
-            v = self._solve(q, z3.And(*cheap_base, z3.Or(*[it[5] for it in plain])))
-            if v.status != "unsat":
+            # all partners in one question, on a quarter of the budget: when
+            # the solver cannot settle them together, each is asked alone
+            # (one hard partner must not make the easy ones costly)
+            v = self._solve(q, z3.And(*cheap_base, z3.Or(*[it[5] for it in plain])),
+                            self.rlimit // 4 if len(plain) > 1 else None)  # fmt: skip
+            if v.status == "unknown" and len(plain) > 1:
+                survivors = [it for it in plain if self._solve(q, z3.And(*cheap_base, it[5])).status != "unsat"]
+            elif v.status != "unsat":
                 survivors = plain
         else:
             survivors = plain
