@@ -74,7 +74,8 @@ def _check_seeds(seeds: range) -> tuple[int, int, int, int, list[str]]:
             skipped += 1
             continue
         module = Module("gen.ptx", kernel.language, "", kernels=[kernel])
-        u = uniformity(kernel, module, DEFAULT_SETTINGS)
+        # cached on the kernel: `placements` reads the same analysis
+        u = kernel.cached("uniformity", lambda k: uniformity(k, module, DEFAULT_SETTINGS))
         if u.workgroup.z3_proved or u.warp.z3_proved:
             z3_kernels += 1
         bad = _uniform_mismatch(result, u.workgroup, kernel)
