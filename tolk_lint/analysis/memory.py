@@ -729,6 +729,8 @@ class _Enc(smt.Encoder):
         super().__init__(*args, **kw)
         if self.python:
             self._trip_width = 64
+        # header PHI -> its `_carry_plan` (kept out of `memo`, whose size names the UFs)
+        self._carry_plans: dict[Value, tuple | None] = {}
 
     def width(self, t: str) -> int:
         # Numba's integers are int64 and wrap: the memory queries use 64 bits
@@ -775,6 +777,9 @@ class _Enc(smt.Encoder):
     def _header_phi(self, lp, d, v, t):
         g = (self.geo or {}).get(v)
         if g is None:
+            got = self._carried(lp, d, v, t)
+            if got is not None:
+                return got
             return super()._header_phi(lp, d, v, t)
         z3 = self.z3
         start_v, direction, shift, kind = g
@@ -793,6 +798,119 @@ class _Enc(smt.Encoder):
             return start >> n
         # C division by 2^n rounds toward zero
         return z3.If(start >= 0, start >> n, -((-start) >> n))
+
+    # A header PHI that is no induction variable, but whose value along the
+    # back edge is computed from values of the trip that do not lead back to
+    # a loop-carried value (nvcc's unrolled copy loops: ``%r335 = phi(%r1,
+    # %r336 + 256)`` with ``%r336`` an induction variable): at trip 0 its
+    # value from outside the loop, at trip k > 0 its back-edge value at trip
+    # k - 1. Exact where the base encoding's per-trip function is free
+    # (sound for "uniform", but a free address is a possible race or
+    # out-of-bounds access). Chains of such PHIs are followed a few levels.
+    _CARRY_DEPTH = 4
+
+    def _carried(self, lp: Loop, d: Instr, v: Value, t: int):
+        if any(iv.phi is v for iv in lp.ivs) or self.nodes > smt.MAX_NODES:
+            return None
+        plan = self._carry_plan(lp, v)
+        if plan is None:
+            return None
+        start_v, next_v = plan
+        z3 = self.z3
+        trip = self.trip_of(lp, t)
+        start = self.enc(start_v, t)
+        # the previous trip, kept a valid trip at trip 0 (where it is not used)
+        prev = z3.If(trip == 0, trip, trip - 1)
+        saved = self.trips.get(lp)
+        if saved is None or saved[0].get_id() == saved[1].get_id():
+            pair = (prev, prev)  # both threads at one trip: keep them together
+        else:
+            pair = (prev, saved[1]) if t == 0 else (saved[0], prev)
+        # the trips given for loops inside `lp` (where the thread left them)
+        # are those of this trip, not of the previous one: there, they exit
+        # at their own exit trips
+        inner = {x: self.trips.pop(x) for x in list(self.trips) if x is not lp and self._inside(x, lp)}
+        self.trips[lp] = pair
+        try:
+            nxt = self.enc(next_v, t)
+        finally:
+            self.restore_trip(lp, saved)
+            self.trips.update(inner)
+        if z3.is_bool(start) != z3.is_bool(nxt):
+            return None
+        if not z3.is_bool(start) and start.size() != nxt.size():
+            return None
+        return z3.If(trip == 0, start, nxt)
+
+    @staticmethod
+    def _inside(x: Loop, lp: Loop) -> bool:
+        p = x.parent
+        while p is not None:
+            if p is lp:
+                return True
+            p = p.parent
+        return False
+
+    def _carry_plan(self, lp: Loop, v: Value, depth: int = 0, busy: frozenset = frozenset()):
+        """``(start, next)`` of a header PHI of ``lp`` whose back-edge value,
+        at any trip, needs no value of an earlier trip but through induction
+        variables and (to a bounded depth, without a cycle) other such PHIs;
+        None otherwise."""
+        plans = self._carry_plans
+        if v in plans:
+            return plans[v]
+        plan = None
+        d = v.defn
+        if d is not None and d.op is O.PHI and d.block is lp.header and depth <= self._CARRY_DEPTH:
+            pairs = list(zip(lp.header.preds, d.args))
+            outside = {a for p, a in pairs if p not in lp.blocks}
+            inside = {a for p, a in pairs if p in lp.blocks}
+            if len(outside) == 1 and len(inside) == 1:
+                (nxt,) = inside
+                ok = True
+                for w in self._carried_deps(lp, nxt):
+                    if w is v or w in busy or self._carry_plan(lp, w, depth + 1, busy | {v}) is None:
+                        ok = False
+                        break
+                if ok:
+                    (start,) = outside
+                    plan = (start, nxt)
+        if depth == 0 or plan is not None:
+            plans[v] = plan  # a failure below the top may be one of depth only
+        return plan
+
+    def _carried_deps(self, lp: Loop, x: Value) -> set:
+        """The header PHIs of ``lp`` other than its induction variables that
+        encoding ``x`` at one trip may ask for: through operands, and for a
+        PHI inside the loop (encoded over its incoming edges' conditions, or
+        an inner loop's PHI over its exit trips) through every branch
+        condition of the loop."""
+        canon = self.canon or (lambda a: a)
+        ivs = {iv.phi for iv in lp.ivs}
+        conds = None
+        out: set = set()
+        seen: set = set()
+        stack = [x]
+        while stack:
+            y = stack.pop()
+            for z in (y, canon(y)):
+                if z in seen:
+                    continue
+                seen.add(z)
+                dz = z.defn
+                if dz is None or dz.block is None or dz.block not in lp.blocks:
+                    continue
+                if dz.op is O.PHI and dz.block is lp.header:
+                    if z not in ivs:
+                        out.add(z)
+                    continue  # an induction variable: start and step come from outside
+                stack.extend(dz.args)
+                if dz.op is O.PHI:
+                    if conds is None:
+                        conds = [b.terminator.args[0] for b in lp.blocks if b.terminator is not None
+                                 and b.terminator.op is O.BRANCH and b.terminator.args]  # fmt: skip
+                    stack.extend(conds)
+        return out
 
 
 class _Query:
@@ -1183,6 +1301,7 @@ class MemoryFacts:
             for iv in lp.ivs:
                 if iv.step is not None:  # constant steps only: the address algebra needs them
                     self.ivs[iv.phi] = (lp, iv)
+        self.shifted = _shifted_ivs(self.cfg, self.ivs)
         self._evals: dict[tuple, _ThreadEval] = {}
         self._q: _Query | None = None
         self._kind_vec = None
@@ -2611,6 +2730,9 @@ class _ThreadEval:
             hit = self.iv.get(v)
             if hit is not None:
                 return [self.mf.canon(hit[1].start)]
+            sh = self.mf.shifted.get(v)
+            if sh is not None:
+                return [self.mf.canon(sh[3]), self.mf.canon(sh[1].start)]
             if v in self.info.varying and not (self.cfg.loop_of(d.block) and self.cfg.loop_of(d.block).header is d.block):
                 return [self.mf.canon(a) for a in d.args if self.mf.canon(a) is not v]
         return []
@@ -2676,6 +2798,11 @@ class _ThreadEval:
                     return (_sadd(s, frozenset({(("T", id(lp), self.ctxkey(v)[:-1]), 1)}), iv.step), c)
                 ts, tc = tr
                 return (_sadd(s, ts, iv.step), self._map(lambda x: x + iv.step * tc, c))
+            sh = self.mf.shifted.get(v)
+            if sh is not None:
+                got = self._shifted(v, sh)
+                if got is not None:
+                    return got
             if v not in self.info.varying:
                 return self.atom(v)
             lp = self.cfg.loop_of(d.block)
@@ -2702,6 +2829,34 @@ class _ThreadEval:
         if v not in self.info.varying:
             return self.atom(v)
         raise _Unknown
+
+    def _shifted(self, v: Value, sh):
+        """A header PHI ``phi(s, y + c)``, ``y`` an induction variable of step
+        ``st``: ``y(k - 1) + c`` at trip k > 0, so ``s + st * k`` at every trip
+        when ``s = y.start - st + c`` (nvcc's unrolled copy loops); None when
+        that does not hold (per thread, at the PHI's width)."""
+        lp, iv, c, start = sh
+        try:
+            s, cs = self.get(start)
+            ys, yc = self.get(iv.start)
+        except _Unknown:
+            return None
+        if s != ys:
+            return None
+        bits = self._bits(v)
+        m = (1 << bits) - 1 if bits < 128 else None
+        delta = c - iv.step
+        same = self._map(lambda a, b: int((a - b - delta) & m == 0 if m is not None else a - b == delta),
+                         cs, yc)  # fmt: skip
+        if not (all(same) if isinstance(same, list) else same):
+            return None
+        tr = self.trip(lp)
+        if tr is None:
+            if lp in self.info.divergent_loops:
+                return None
+            return (_sadd(s, frozenset({(("T", id(lp), self.ctxkey(v)[:-1]), 1)}), iv.step), cs)
+        ts, tc = tr
+        return (_sadd(s, ts, iv.step), self._map(lambda x: x + iv.step * tc, cs))
 
     def _arith(self, d: Instr, v: Value, args):
         op = d.op
@@ -2948,6 +3103,41 @@ _STRUCT_OPS = frozenset(
     {O.ADD, O.SUB, O.MUL, O.MAD, O.DIV, O.REM, O.NEG, O.ABS, O.MIN, O.MAX, O.AND, O.OR, O.XOR,
      O.NOT, O.SHL, O.SHR, O.CMP, O.SELECT, O.CVT}
 )  # fmt: skip
+
+
+def _shifted_ivs(cfg, ivs: dict) -> dict:
+    """Header PHIs ``x = phi(s, y + c)`` (or ``phi(s, y)``, ``phi(s, y - c)``)
+    with ``y`` a constant-step induction variable of the same loop and ``c`` a
+    constant: x -> (loop, y's induction variable, c, s). Whether ``x`` is
+    itself an induction variable (``s = y.start - step + c``) is for the
+    concrete pass to check, thread by thread."""
+    out: dict = {}
+    for lp in cfg.loops:
+        for phi in lp.header.phis():
+            x = phi.result
+            if x in ivs:
+                continue
+            pairs = list(zip(lp.header.preds, phi.args))
+            outside = {a for p, a in pairs if p not in lp.blocks}
+            inside = {a for p, a in pairs if p in lp.blocks}
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            (nxt,) = inside
+            y, c = nxt, 0
+            d = nxt.defn
+            if d is not None and d.op in (O.ADD, O.SUB) and len(d.args) == 2:
+                a0, a1 = d.args
+                orders = ((a0, a1), (a1, a0)) if d.op is O.ADD else ((a0, a1),)
+                for a, b in orders:
+                    k = _const_int(b)
+                    if k is not None and a in ivs:
+                        y, c = a, (k if d.op is O.ADD else -k)
+                        break
+            hit = ivs.get(y)
+            if hit is None or hit[0] is not lp:
+                continue
+            out[x] = (lp, hit[1], c, next(iter(outside)))
+    return out
 
 
 def _magic_division(d: Instr, canon) -> tuple[Value, int] | None:

@@ -313,16 +313,30 @@ class Encoder:
     def _is_varying(self, v: Value) -> bool:
         return self.info is None or v in self.info.varying
 
-    def _ctx_key(self, v: Value) -> tuple:
+    def _ctx_key(self, v: Value, left: bool = True) -> tuple:
         d = v.defn
         if d is None or d.block is None:
             return ()
         out = []
-        for lp in self.cfg.loops_around(d.block):
+        around = self.cfg.loops_around(d.block)
+        for lp in around:
             if lp in self.trips:
                 out.append((id(lp), self.trips[lp][0].get_id(), self.trips[lp][1].get_id()))
             else:
                 out.append((id(lp), "exit", self._outer_key(lp)))
+        if left and len(self.trips) > len(around):
+            # loops the thread has left before it (their exit trips given, as
+            # the memory queries do): the value may be computed from their
+            # exit values, so their trips are part of its context too
+            order = self.cfg.order.get(d.block)
+            gone = []
+            for lp, (k0, k1) in self.trips.items():
+                if lp in around:
+                    continue
+                ho = self.cfg.order.get(lp.header)
+                if order is None or ho is None or ho < order:
+                    gone.append((self.cfg.order.get(lp.header, -1), id(lp), k0.get_id(), k1.get_id()))
+            out += sorted(gone)
         return tuple(out)
 
     def enc(self, v: Value, t: int):
@@ -363,7 +377,8 @@ class Encoder:
     def _leaf(self, v: Value, t: int, why: str):
         """A symbol for ``v``: shared if the analysis calls it uniform."""
         if not self._is_varying(v):
-            key = ("leaf", v, self._ctx_key(v))
+            # one value for both threads at the same trips of the loops around it
+            key = ("leaf", v, self._ctx_key(v, left=False))
             s = self.memo.get(key)
             if s is None:
                 s = self.fresh(f"u_{_clean(v.name)}", v.type, None)
