@@ -87,8 +87,10 @@ Bank conflicts
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
+import operator
 import re
 import time
 from collections import defaultdict
@@ -1412,9 +1414,12 @@ class MemoryFacts:
                 reached = ph.phase_paths(start, level)
                 items = [(a, v, d) for a, vs in reached.items() if a.kind != "copy" for v, d in vs]
                 items.sort(key=lambda x: (x[0].order, _vec_repr(x[1]), len(x[2])))
+                # a pair needs a writer: a reader is paired with the writers after it only
+                writers = [j for j, it in enumerate(items) if it[0].writes]
                 for i, (a, va, da) in enumerate(items):
-                    for b, vb, db in items[i:]:
-                        if not (a.writes or b.writes) or (a.kind == "atomic" and b.kind == "atomic"):
+                    later = items[i:] if a.writes else [items[j] for j in writers[bisect.bisect_left(writers, i):]]
+                    for b, vb, db in later:
+                        if a.kind == "atomic" and b.kind == "atomic":
                             continue
                         if not self._may_alias(a, b) or not _compatible(da, db):
                             continue
@@ -2650,6 +2655,16 @@ class _ThreadEval:
         return lambda x: x & m
 
     def _map(self, f, *cs):
+        # the one- and two-operand forms are most of the work: no splat,
+        # no column built for a shared constant
+        if len(cs) == 1:
+            c = cs[0]
+            return f(c) if isinstance(c, int) else [f(x) for x in c]
+        if len(cs) == 2:
+            a, b = cs
+            if isinstance(a, list):
+                return [f(x, y) for x, y in zip(a, b)] if isinstance(b, list) else [f(x, b) for x in a]
+            return [f(a, y) for y in b] if isinstance(b, list) else f(a, b)
         if all(isinstance(c, int) for c in cs):
             return f(*cs)
         cols = [c if isinstance(c, list) else [c] * self.n for c in cs]
@@ -2866,7 +2881,7 @@ class _ThreadEval:
             s = _EMPTY
             for x, _ in args:
                 s = _sadd(s, x)
-            return (s, self._map(lambda *xs: sum(xs), *[c for _, c in args]))
+            return (s, self._map(operator.add if len(args) == 2 else lambda *xs: sum(xs), *[c for _, c in args]))
         if op is O.SUB and len(args) == 2:
             (s1, c1), (s2, c2) = args
             return (_sadd(s1, s2, -1), self._map(lambda a, b: a - b, c1, c2))
