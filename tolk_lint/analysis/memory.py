@@ -2365,6 +2365,8 @@ class MemoryFacts:
             if base_c is None:
                 return None
             limit = buf.bytes - acc.width  # the last byte offset the access may start at
+            if base_c <= min(cs) and max(cs) - base_c <= limit:
+                continue  # every thread in bounds (no wrap-around either)
             for t, x in enumerate(cs):
                 if (x - base_c) % mod > limit and (act is None or act[t]):
                     return t
