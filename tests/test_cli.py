@@ -188,6 +188,20 @@ def test_commands_and_version():
     assert out.returncode == 0 and out.stdout.startswith("tolk-lint, version ")
 
 
+def test_optional_commands_are_imported_when_run():
+    """`--version` does not import `stage` and its analysis (the largest part
+    of the CLI's start-up); `--help` still lists it."""
+    code = (
+        "import sys; from click.testing import CliRunner; from tolk_lint.cli import main\n"
+        "r = CliRunner().invoke(main, ['--version']); assert r.exit_code == 0, r.output\n"
+        "assert not any(m.startswith(('tolk_lint.commands.', 'tolk_lint.analysis.stage')) for m in sys.modules)\n"
+        "r = CliRunner().invoke(main, ['--help']); assert 'stage' in r.output and 'fix' in r.output, r.output\n"
+        "r = CliRunner().invoke(main, ['validate']); assert r.exit_code == 2 and 'No such command' in r.output\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+
+
 def test_rule_command_prints_tl003():
     r = run("rule", "TL003")
     assert r.exit_code == 0 and r.output.startswith("TL003 unused-noqa")

@@ -129,9 +129,13 @@ def test_command_text_with_target_override():
 
 
 def test_stage_is_a_subcommand_of_the_cli():
+    import click
+
     from tolk_lint.cli import main
 
-    assert "stage" in main.commands
+    ctx = click.Context(main)
+    assert "stage" in main.list_commands(ctx)
+    assert main.get_command(ctx, "stage") is command
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")

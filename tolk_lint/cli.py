@@ -5,8 +5,8 @@
     tolk-lint lsp                  the language server, over stdio
     tolk-lint --version
 
-``stage``, ``fix`` and ``validate`` live in ``tolk_lint.commands.*`` and are
-added at the bottom of this module when installed.
+``stage``, ``fix`` and ``validate`` live in ``tolk_lint.commands.*``: listed
+when installed, and imported only when run (``OPTIONAL_COMMANDS``).
 
 Exit status: 0 clean, 1 diagnostics found, 2 usage, configuration or internal
 error (``--exit-zero`` turns 1 into 0 and leaves 2 alone).
@@ -78,6 +78,43 @@ def _target(value: str | None) -> str | None:
 
 
 class _Group(click.Group):
+    """ruff's exit statuses, and the optional commands of ``OPTIONAL_COMMANDS``
+    imported lazily: listed when their module is installed, imported when run."""
+
+    def _lazy(self) -> dict[str, str]:
+        import importlib.util
+
+        out = {}
+        for module in OPTIONAL_COMMANDS:
+            name = module.rsplit(".", 1)[1]
+            if name in self.commands:
+                continue
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ModuleNotFoundError:
+                found = False
+            if found:
+                out[name] = module
+        return out
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self._lazy()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        module = self._lazy().get(cmd_name)
+        if module is None:
+            return None
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name not in (module, "tolk_lint.commands"):
+                raise
+            return None
+        self.add_command(mod.command, cmd_name)
+        return mod.command
+
     def main(self, *args, **kwargs):  # exit 2 on usage errors, like ruff
         try:
             return super().main(*args, standalone_mode=False, **kwargs)
@@ -410,17 +447,11 @@ def lsp_cmd(stdio: bool) -> None:
 
 # ---------------------------------------------------------------- optional commands
 
+# Each module holds one click command named ``command``, registered under the
+# module's last name. They are imported only when their command runs (or for
+# ``--help``): ``stage`` pulls in the staging analysis, which ``check`` and
+# ``--version`` do not need.
 OPTIONAL_COMMANDS = ("tolk_lint.commands.stage", "tolk_lint.commands.fix", "tolk_lint.commands.validate")
-
-for _name in OPTIONAL_COMMANDS:
-    try:
-        _mod = importlib.import_module(_name)
-    except ModuleNotFoundError as _e:
-        if _e.name not in (_name, "tolk_lint.commands"):
-            raise
-        continue
-    main.add_command(_mod.command)
-
 
 if __name__ == "__main__":
     main()

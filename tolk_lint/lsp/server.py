@@ -24,6 +24,10 @@ What it does, for ``.py`` and ``.ptx`` documents:
   answering; results for an outdated version are dropped. An exception while
   linting becomes a TL004 diagnostic at the top of that document, and a bad
   configuration an error diagnostic naming the file; the server goes on.
+- Speed: kernels an edit did not touch reuse their findings from the
+  document's previous lint (`tolk_lint.engine.KernelCache`: keyed by the
+  kernel's text and first line, the code around the kernels, the settings
+  and the tool), so an edit re-analyses only the kernels it changed or moved.
 
 ``initializationOptions`` may hold ``{"debounce": seconds}``.
 """
@@ -73,6 +77,8 @@ class TolkLanguageServer(LanguageServer):
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolk-lint")
         self.resolver = SettingsResolver()
         self._config_mtimes: dict[str, float] = {}
+        self.kernel_cache = None  # tolk_lint.engine.KernelCache, made on the first lint
+        self.linted_paths: dict[str, str] = {}  # uri -> the path it is linted as
 
     # ------------------------------------------------------------ capabilities
 
@@ -110,9 +116,11 @@ class TolkLanguageServer(LanguageServer):
 
     def lint_now(self, uri: str, text: str, version: int | None, language_id: str | None) -> Linted:
         """Lint one document's text (on the worker thread). Never raises."""
-        from tolk_lint.engine import lint_text
+        from tolk_lint.engine import KernelCache, lint_text
 
-        path = document_path(uri, language_id)
+        if self.kernel_cache is None:
+            self.kernel_cache = KernelCache()
+        path = self.linted_paths[uri] = document_path(uri, language_id)
         language = None if path.endswith((".py", ".ptx")) else LANGUAGE_IDS.get(language_id or "")
         pos = Positions(text.splitlines(), self._codec())
         extra: list[types.Diagnostic] = []
@@ -125,7 +133,7 @@ class TolkLanguageServer(LanguageServer):
                 message=f"tolk-lint: bad configuration, using the defaults: {e}",
                 severity=types.DiagnosticSeverity.Error, source=SOURCE))  # fmt: skip
         try:
-            diags = lint_text(text, path, settings, language).diagnostics
+            diags = lint_text(text, path, settings, language, kernel_cache=self.kernel_cache).diagnostics
         except Exception as e:
             log.error("linting %s failed:\n%s", uri, traceback.format_exc())
             diags = [Diagnostic("TL004", Severity.ERROR,
@@ -350,6 +358,9 @@ def create_server() -> TolkLanguageServer:
         if old is not None:
             old.cancel()
         ls.linted.pop(uri, None)
+        path = ls.linted_paths.pop(uri, None)
+        if ls.kernel_cache is not None and path is not None:
+            ls.kernel_cache.forget(path)
         if not ls.pull_mode:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
