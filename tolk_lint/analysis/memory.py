@@ -1822,16 +1822,17 @@ class MemoryFacts:
         cs = c if isinstance(c, list) else [c] * ev.n
         return s, cs, act, mod, exact
 
-    def _bytemap(self, a: Access, va: tuple, ta, mode):
+    def _bytemap(self, a: Access, va: tuple, ta, mode, by_byte: bool = False):
         """byte (or word) -> the threads of ``a`` touching it, for ``mode``:
         "any" (min, max thread), "warps" ((warp, thread) min and max),
-        "samewarp" keyed by (unit, warp)."""
-        key = (a, tuple((id(lp),) + r for lp, r in va), mode)
+        "samewarp" keyed by (unit, warp). Words when every address is
+        word-aligned, unless ``by_byte`` (a partner of mixed granularity)."""
+        key = (a, tuple((id(lp),) + r for lp, r in va), mode, by_byte)
         got = self._bytemaps.get(key)
         if got is not None:
             return got
         s, cs, act, mod = ta[:4]
-        words = all(x % 4 == 0 for x in cs) and a.width % 4 == 0
+        words = not by_byte and all(x % 4 == 0 for x in cs) and a.width % 4 == 0
         unit = 4 if words else 1
         n_units = max(1, a.width // unit)
         m: dict = {}
@@ -2047,7 +2048,7 @@ class MemoryFacts:
         words = unit == 4 and all(x % 4 == 0 for x in cb) and b.width % 4 == 0
         if unit == 4 and not words:
             # mixed granularity: compare bytes
-            m, unit = self._bytemap_bytes(a, va, ta, mode)
+            m, unit = self._bytemap(a, va, ta, mode, by_byte=True)
         n_units = max(1, b.width // unit)
         for t, base in enumerate(cb):
             if actb is not None and not actb[t]:
@@ -2083,38 +2084,6 @@ class MemoryFacts:
                     if lo_hi[1] != t:
                         return (lo_hi[1], t)
         return None
-
-    def _bytemap_bytes(self, a, va, ta, mode):
-        key = (a, tuple((id(lp),) + r for lp, r in va), mode, "bytes")
-        got = self._bytemaps.get(key)
-        if got is not None:
-            return got
-        s, cs, act, mod = ta[:4]
-        fake = (s, cs, act, mod)
-        saved = a.width
-        m: dict = {}
-        for t, base in enumerate(cs):
-            if act is not None and not act[t]:
-                continue
-            for j in range(saved):
-                u = base + j
-                if mod:
-                    u %= mod
-                if mode == "samewarp":
-                    k = (u, t // 32)
-                    lo_hi = m.get(k)
-                    m[k] = (t, t) if lo_hi is None else (min(lo_hi[0], t), max(lo_hi[1], t))
-                elif mode == "warps":
-                    w = (t // 32, t)
-                    lo_hi = m.get(u)
-                    m[u] = (w, w) if lo_hi is None else (min(lo_hi[0], w), max(lo_hi[1], w))
-                else:
-                    lo_hi = m.get(u)
-                    m[u] = (t, t) if lo_hi is None else (min(lo_hi[0], t), max(lo_hi[1], t))
-        del fake
-        got = (m, 1)
-        self._bytemaps[key] = got
-        return got
 
     def query(self) -> _Query:
         """The kernel's one Z3 context (encoder, memo, trip symbols)."""

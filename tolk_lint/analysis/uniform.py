@@ -190,16 +190,16 @@ def is_barrier(ins: Instr) -> bool:
 class MemoryOrder:
     """Which shared-memory writes a barrier orders before which loads.
 
-    For each write W we walk the CFG from just after W, stopping at every
-    barrier; the loads reached are those some path from W reaches with no
-    barrier between them (across loop back edges too: trip k's write against
-    trip k+1's read). Positions and each block's barrier indices are computed
-    once, so a question costs a set lookup and a bisection."""
+    A write W and a load R are unordered when some path runs from W to R (or
+    from R to W) with no barrier on it, across loop back edges too: trip k's
+    write against trip k+1's read. Per list of writes, one forward and one
+    backward bit-set dataflow over the blocks (`unordered_sets`) answers
+    that for every write at once; positions and each block's barrier
+    indices are computed once."""
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self._flows: dict[int, tuple] = {}
-        self._reach: dict[Instr, tuple[set[Block], Block, int]] = {}
         self.pos: dict[Instr, int] = {}
         self.barriers: dict[Block, list[int]] = {}
         for b in kernel.blocks:
@@ -210,34 +210,9 @@ class MemoryOrder:
                     idx.append(i)
             self.barriers[b] = idx
 
-    def _barrier_between(self, b: Block, lo: int, hi: int) -> bool:
-        """A barrier at an index in (lo, hi) of block ``b``."""
-        idx = self.barriers[b]
-        k = bisect.bisect_right(idx, lo)
-        return k < len(idx) and idx[k] < hi
-
-    def _region(self, w: Instr) -> tuple[set[Block], Block, int]:
-        got = self._reach.get(w)
-        if got is not None:
-            return got
-        b = w.block
-        widx = self.pos[w]
-        entered: set[Block] = set()
-        stack = [] if self._barrier_between(b, widx, len(b.instrs)) else list(b.succs)
-        while stack:
-            x = stack.pop()
-            if x in entered:
-                continue
-            entered.add(x)
-            if self.barriers[x]:
-                continue
-            stack.extend(x.succs)
-        got = self._reach[w] = (entered, b, widx)
-        return got
-
     def unordered_sets(self, r: Instr, writes: list[Instr]) -> tuple[int, int]:
         """``(before, after)``: bit i of ``before`` is set when ``writes[i]``
-        reaches ``r`` on a path with no barrier (`reaches_unordered(w, r)`),
+        reaches ``r`` on a path with no barrier,
         of ``after`` when ``r`` reaches ``writes[i]`` so. One forward and one
         backward bit-set dataflow per list of writes, so a load costs two
         lookups instead of a question per write."""
@@ -302,18 +277,6 @@ class MemoryOrder:
         into = solve(lambda b: preds.get(b, ()), tail)
         out_of = solve(lambda b: b.succs, head)
         return into, out_of, bits_in
-
-    def reaches_unordered(self, w: Instr, r: Instr) -> bool:
-        """Whether some path runs from write ``w`` to ``r`` with no barrier."""
-        entered, wb, widx = self._region(w)
-        rb = r.block
-        ridx = self.pos[r]
-        if rb is wb and ridx > widx and not self._barrier_between(wb, widx, ridx):
-            return True
-        if rb in entered:
-            return not self._barrier_between(rb, -1, ridx)
-        return False
-
 
 def _lowest_bit(x: int) -> int:
     return (x & -x).bit_length() - 1
