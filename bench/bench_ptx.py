@@ -9,9 +9,9 @@
    31,000 lines of real compiler output. ``--ptx FILE`` benchmarks a given file
    instead.
 2. Times tolk-lint end to end (``tolk_lint.engine.lint_file``: read, parse,
-   lower, every analysis and rule, suppressions), best of ``--repeat`` runs,
-   and ``ptxas -arch=sm_80`` on the same file, best of ``--repeat`` runs;
-   prints lines/s and the ratio tolk-lint time / ptxas time.
+   lower, every analysis and rule, suppressions) and ``ptxas -arch=sm_80`` on
+   the same file, their runs interleaved, best of ``--repeat`` each; prints
+   lines/s and the ratio tolk-lint time / ptxas time.
 3. Linearity: the same for the file doubled (two copies of every kernel,
    renamed); the time ratio should be about 2.
 4. Where the time goes, on one run: parse (lark), lower (to SSA IR), prepare,
@@ -137,16 +137,45 @@ def doubled(text: str) -> str:
     return "\n".join(head + [chunk, "", copy] + tail) + "\n"
 
 
-def best_of(fn, repeat: int) -> tuple[float, object]:
-    times, result = [], None
+def best_of_interleaved(fns: list, repeat: int) -> list[tuple[float, object]]:
+    """The best time (and last result) of each function, run in turn
+    (a, b, a, b, ...): on a shared machine a slow spell then slows both sides
+    of a ratio alike."""
+    times: list[list[float]] = [[] for _ in fns]
+    results: list[object] = [None] * len(fns)
     for _ in range(repeat):
-        t = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), result
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            results[i] = fn()
+            times[i].append(time.perf_counter() - t)
+    return [(min(ts), r) for ts, r in zip(times, results)]
 
 
-def time_ptxas(path: Path, arch: str, repeat: int) -> float | None:
+def lint_and_ptxas(path: Path, arch: str, repeat: int, cli: bool = False):
+    """(tolk-lint seconds, its result, ptxas seconds or None, command-line
+    seconds or None), their runs interleaved. ``cli``: also time
+    ``tolk-lint check --no-cache FILE`` in a new process (start-up, imports
+    and output included), as a user runs it."""
+    ptxas = ptxas_runner(path, arch)
+
+    def command_line():
+        subprocess.run([sys.executable, "-m", "tolk_lint", "check", "--no-cache", "--isolated", "--exit-zero", *_cli_flags(), str(path)],
+                       check=True, capture_output=True)  # fmt: skip
+
+    fns = [lambda: lint_once(path)] + ([ptxas] if ptxas else []) + ([command_line] if cli else [])
+    got = best_of_interleaved(fns, repeat)
+    return got[0][0], got[0][1], (got[1][0] if ptxas else None), (got[-1][0] if cli else None)
+
+
+CLI_FLAGS: list[str] = []  # set by main(): --select/--ignore for the command-line run
+
+
+def _cli_flags() -> list[str]:
+    return CLI_FLAGS
+
+
+def ptxas_runner(path: Path, arch: str):
+    """A function that runs ``ptxas -arch`` on ``path``, or None without ptxas."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         return None
@@ -162,7 +191,7 @@ def time_ptxas(path: Path, arch: str, repeat: int) -> float | None:
             [ptxas, f"-arch={arch}", str(target), "-o", os.devnull], check=True, capture_output=True
         )
 
-    return best_of(run, repeat)[0]
+    return run
 
 
 SETTINGS = None  # set by main(): --select/--ignore
@@ -190,7 +219,17 @@ class _Rows(list):
 
 def breakdown(path: Path) -> list[tuple[str, float]]:
     """One instrumented run, stage by stage (the stages the installed
-    tolk_lint has; a missing analysis is reported as such)."""
+    tolk_lint has; a missing analysis is reported as such), under the
+    collector thresholds `lint_text` sets."""
+    import contextlib
+
+    from tolk_lint import engine
+
+    with getattr(engine, "fewer_collections", contextlib.nullcontext)():
+        return _breakdown(path)
+
+
+def _breakdown(path: Path) -> list[tuple[str, float]]:
     from tolk_lint.engine import decode, prepare
     from tolk_lint.registry import RuleContext, iter_rules
     from tolk_lint.suppress import apply_suppressions
@@ -299,6 +338,8 @@ def main() -> int:
             return tuple(c.strip().upper() for c in v.split(",") if c.strip()) if v else None
 
         SETTINGS = resolve_settings(select=codes(a.select), ignore=codes(a.ignore))
+        CLI_FLAGS.extend([f"--select={a.select}"] if a.select else [])
+        CLI_FLAGS.extend([f"--ignore={a.ignore}"] if a.ignore else [])
         print(f"rules: --select {a.select or 'all'} --ignore {a.ignore or 'none'}")
 
     tmp = Path(tempfile.mkdtemp(prefix="tolk-bench-"))
@@ -322,13 +363,13 @@ def main() -> int:
     else:
         lint_once(path)  # warm-up: imports, grammar tables
 
-    t_lint, res = best_of(lambda: lint_once(path), a.repeat)
+    t_lint, res, t_ptxas, t_cli = lint_and_ptxas(path, a.arch, a.repeat, cli=True)
     codes: dict[str, int] = {}
     for d in res.diagnostics:
         codes[d.code] = codes.get(d.code, 0) + 1
-    t_ptxas = time_ptxas(path, a.arch, a.repeat)
     print()
-    print(f"tolk-lint (lint_file, best of {a.repeat}): {t_lint:.3f} s = {n_lines / t_lint:,.0f} lines/s")
+    print(f"tolk-lint (lint_file, best of {a.repeat}, runs interleaved with ptxas's): "
+          f"{t_lint:.3f} s = {n_lines / t_lint:,.0f} lines/s")  # fmt: skip
     print(f"  diagnostics: {dict(sorted(codes.items())) or 'none'}")
     if t_ptxas is not None:
         print(
@@ -337,12 +378,13 @@ def main() -> int:
         print(f"ratio tolk-lint / ptxas: {t_lint / t_ptxas:.2f}  (target: <= 1.00)", flush=True)
     else:
         print("ptxas: not on PATH", flush=True)
+    print(f"tolk-lint check --no-cache FILE (a new process: start-up, imports, output; best of {a.repeat}): "
+          f"{t_cli:.3f} s" + (f", ratio to ptxas {t_cli / t_ptxas:.2f}" if t_ptxas else ""), flush=True)  # fmt: skip
 
     big = tmp / (path.stem + ".x2.ptx")
     big.write_text(doubled(text))
     n_big = len(big.read_text().splitlines())
-    t_lint2, _ = best_of(lambda: lint_once(big), a.repeat)
-    t_ptxas2 = time_ptxas(big, a.arch, a.repeat)
+    t_lint2, _, t_ptxas2, _ = lint_and_ptxas(big, a.arch, a.repeat)
     print()
     print(
         f"linearity: doubled file {n_big:,} lines: tolk-lint {t_lint2:.3f} s, ratio x2 / x1 = {t_lint2 / t_lint:.2f}"
@@ -354,6 +396,7 @@ def main() -> int:
         a.json.write_text(json.dumps({
             "file": str(path), "lines": n_lines, "tolk_lint_s": t_lint, "ptxas_s": t_ptxas,
             "ratio": (t_lint / t_ptxas) if t_ptxas else None, "lines_per_s": n_lines / t_lint,
+            "command_line_s": t_cli,
             "doubled_lines": n_big, "doubled_s": t_lint2, "linearity": t_lint2 / t_lint,
             "breakdown": rows, "diagnostics": codes,
         }, indent=1))  # fmt: skip

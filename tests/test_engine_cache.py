@@ -278,3 +278,30 @@ def test_a_kernel_naming_another_is_never_reused():
     assert edited != calls
     _, hits, misses = relint(cache, edited, "k.py")
     assert (hits, misses) == (1, 1)  # k2 reused, k1 linted again, k3 never cached
+
+
+def test_lint_raises_the_collector_thresholds_only_while_it_runs():
+    """`engine.fewer_collections`: larger collection steps during a lint (the
+    IR's many small cyclic objects), the caller's thresholds back afterwards,
+    even when the linted text does not parse."""
+    import gc
+
+    from tolk_lint import engine
+
+    seen = []
+    before = gc.get_threshold()
+    real_parse = engine.parse
+
+    def spy(*a, **k):
+        seen.append(gc.get_threshold())
+        return real_parse(*a, **k)
+
+    engine.parse = spy
+    try:
+        lint_text(NUMBA, "k.py", DEFAULT_SETTINGS)
+        lint_text("\x00\x01 not ptx", "k.ptx", DEFAULT_SETTINGS)
+    finally:
+        engine.parse = real_parse
+    assert len(seen) == 2
+    assert all(t[0] >= engine.LINT_GC_THRESHOLD[0] for t in seen)
+    assert gc.get_threshold() == before

@@ -790,3 +790,85 @@ def test_flat_kernel_without_launch_shape_still_finds_the_race():
     m = re.search(r"threads (\d+) and (\d+) of a block of (\d+)x1x1", diags[0].message)
     assert m and max(int(m[1]), int(m[2])) < int(m[3]) <= 256, diags[0].message
     assert "at most 256 threads (.maxntid, one-dimensional" in diags[0].message
+
+
+# ---------------------------------------------------------------------------
+# the concrete pass's shortcuts, each against the plain computation it replaces
+
+
+def _generated_facts(n: int):
+    from kernelgen import generate
+
+    for seed in range(n):
+        g = generate(seed, mode="shared")
+        k = g.kernel
+        s = resolve_settings(block=g.block)
+        yield memory.memory_facts(k, None, s), k
+
+
+def test_forward_reach_bitsets_agree_with_a_walk():
+    """`_fwd_reaches` (one bit set per block, built from the last block up)
+    answers what a walk along the forward edges answers, for every pair."""
+    checked = 0
+    for f, k in _generated_facts(40):
+        order = f.cfg.order
+        for x in k.blocks:
+            seen, stack = {x}, [x]
+            while stack:
+                z = stack.pop()
+                for s2 in z.succs:
+                    if order.get(s2, -1) > order.get(z, -1) and s2 not in seen:
+                        seen.add(s2)
+                        stack.append(s2)
+            for y in k.blocks:
+                assert f._fwd_reaches(x, y) == (y in seen), (k.name, x.name, y.name)
+                checked += 1
+    assert checked > 500
+
+
+def test_wrapped_lists_match_the_per_element_wrap():
+    """`_wrap_list` leaves in-range lists as they are and wraps the others
+    exactly as `_wrap_fn` does element by element, signed and unsigned."""
+    import random
+
+    f, k = facts_of(FLAT_TILE.replace("OFFSET", "add.u32 %r5, %r4, 4;"), "k.ptx")
+    ev = memory._ThreadEval(f, (64, 1, 1), f.info, {})
+    rng = random.Random(7)
+    values = {t: next(i.result for i in k.instrs() if i.results and i.result.type == t) for t in ("u32", "u64")}
+    for t, v in values.items():
+        bits = 32 if t == "u32" else 64
+        for signed in (False, True):
+            wrap = ev._wrap_fn(v, signed)
+            for spread in (10, 1 << (bits - 1), 1 << (bits + 3)):
+                xs = [rng.randrange(-spread, spread) for _ in range(64)]
+                assert ev._wrap_list(v, signed, xs) == [wrap(x) for x in xs], (t, signed, spread)
+            inside = [wrap(x) for x in range(64)]
+            assert ev._wrap_list(v, signed, inside) is inside  # nothing to wrap: no copy
+
+
+def test_footprints_decide_disjointness_as_byte_sets_do():
+    """`_disjoint` (extent first, then words when both accesses are
+    word-aligned, else bytes) agrees with intersecting the plain byte sets of
+    every pair of shared accesses the concrete pass can evaluate."""
+    checked = 0
+    for f, k in _generated_facts(60):
+        ctx = ()
+        terms = []
+        for acc in f.shared:
+            t = f._terms(acc, ctx) if acc.fragment is None else None
+            if t is not None:
+                terms.append((acc, t))
+        for a, ta in terms:
+            for b, tb in terms:
+                if ta[3] != tb[3] or ta[0] != tb[0]:
+                    continue
+
+                def bytes_of(acc, t):
+                    _s, cs, act, mod = t[:4]
+                    return {(x + j) % mod if mod else x + j for i, x in enumerate(cs)
+                            if act is None or act[i] for j in range(acc.width)}  # fmt: skip
+
+                expect = not (bytes_of(a, ta) & bytes_of(b, tb))
+                assert f._disjoint(a, ctx, ta, b, ctx, tb) == expect, (k.name, a.line, b.line)
+                checked += 1
+    assert checked > 200

@@ -162,3 +162,74 @@ def test_barrier_free_reach_bitsets_agree_with_the_walk():
                 assert bool(after >> n & 1) == _walk_reaches(mo, r, w), (kernel.name, r.text, w.text)
                 checked += 1
     assert checked > 1000
+
+
+WARP_SPLIT = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry warp_split(.param .u32 n)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<6>;
+    mov.u32 %r1, %warpid;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra SKIP;
+    shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
+SKIP:
+    mov.u32 %r3, %tid.x;
+    setp.lt.u32 %p2, %r3, 5;
+    @%p2 bar.sync 0;
+    ret;
+}
+"""
+
+
+def _taints(text: str):
+    module = parse(text, "k.ptx")
+    prepare(module, resolve_settings(block=(256, 1, 1)))
+    k = module.kernels[0]
+    u = uniformity(k, module)
+    return k, u
+
+
+def test_warp_level_reuses_the_workgroup_taint_only_when_the_seeds_agree():
+    """`compute` copies the workgroup level's taint for the warp level when no
+    special register or warp-uniform op tells the two apart: same verdicts,
+    independent sets. With `%warpid` (uniform in a warp, varying in a block)
+    the levels are computed apart and differ."""
+    from tolk_lint.analysis.uniform import _levels_agree, compute
+
+    k, _u = _taints(TID_GUARD)
+    assert _levels_agree(k)
+    warp, workgroup = compute(k, "warp"), compute(k, "workgroup")
+    assert warp.varying == workgroup.varying and warp.varying is not workgroup.varying
+    assert warp.reasons == workgroup.reasons and warp.divergent_branches == workgroup.divergent_branches
+    assert warp.level == "warp" and workgroup.level == "workgroup"
+    warp.varying.clear()  # the copy is the warp level's own
+    assert workgroup.varying and compute(k, "warp").varying == workgroup.varying
+
+    k, u = _taints(WARP_SPLIT)
+    assert not _levels_agree(k)
+    warpid = next(i.result for i in k.instrs() if i.op.value == "special" and i.attrs["name"] == "warpid")
+    assert u.workgroup.is_varying(warpid) and u.warp.is_uniform(warpid)
+    diags = _lint(WARP_SPLIT, "k.ptx", block=(256, 1, 1), select=("TL1",))
+    assert {(d.code, d.span.line) for d in diags} == {("TL101", 16)}
+
+
+def test_reasons_are_written_when_read():
+    """A reason given as (function, arguments) is formatted on first read,
+    and compares like the text it stands for."""
+    from tolk_lint.analysis.uniform import Reason
+
+    calls = []
+
+    def msg(x):
+        calls.append(x)
+        return f"computed from `{x}`"
+
+    r = Reason((msg, "a"))
+    assert calls == []
+    assert r.message == "computed from `a`" and r.message == "computed from `a`"
+    assert calls == ["a"]
+    assert r == Reason("computed from `a`") and hash(r) == hash(Reason("computed from `a`"))

@@ -11,7 +11,9 @@ TL004 diagnostic naming the rule, and the other rules go on.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import gc
 import hashlib
 import logging
 import math
@@ -403,6 +405,26 @@ def dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+# The IR is a graph of many small objects with cycles (an instruction knows
+# its block, a value its definition), built and dropped per file. With the
+# interpreter's default thresholds the cyclic collector scans the whole heap
+# every few hundred thousand allocations: a fifth of a large PTX file's lint
+# time (bench/bench_ptx.py: 2.6 s -> 2.2 s). Collect in larger steps while a
+# file is linted, as mypy does for its whole run.
+LINT_GC_THRESHOLD = (50_000, 20, 20)
+
+
+@contextlib.contextmanager
+def fewer_collections():
+    """Raise the cyclic collector's thresholds for the block, then restore them."""
+    before = gc.get_threshold()
+    gc.set_threshold(*(max(a, b) for a, b in zip(LINT_GC_THRESHOLD, before)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def lint_text(
     text: str,
     path: str,
@@ -412,6 +434,13 @@ def lint_text(
 ) -> LintResult:
     """Lint ``text`` as the file ``path``; ``kernel_cache`` (the language
     server's) lets unchanged kernels reuse their findings."""
+    with fewer_collections():
+        return _lint_text(text, path, settings, language, kernel_cache)
+
+
+def _lint_text(
+    text: str, path: str, settings: Settings, language: str | None, kernel_cache: KernelCache | None
+) -> LintResult:
     try:
         module = parse(text, path, language)
     except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback

@@ -88,6 +88,7 @@ Bank conflicts
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import math
 import operator
@@ -98,7 +99,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from tolk_lint.analysis import smt
-from tolk_lint.analysis.uniform import barrier_functions, is_barrier
+from tolk_lint.analysis.uniform import MemoryOrder, barrier_functions, is_barrier
 from tolk_lint.ir.cfg import Loop
 from tolk_lint.ir.nodes import Block, Buffer, Instr, Kernel, Module, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
@@ -1305,9 +1306,11 @@ class MemoryFacts:
                     self.ivs[iv.phi] = (lp, iv)
         self.shifted = _shifted_ivs(self.cfg, self.ivs)
         self._evals: dict[tuple, _ThreadEval] = {}
+        self._same: dict[int, bool] = {}  # `_same_facts`, by id of the facts
         self._q: _Query | None = None
         self._kind_vec = None
-        self._fwd: dict[Block, set] = {}
+        self._fwd: dict[Block, int] = {}  # `_fwd_reaches`: block -> bits of the blocks it reaches
+        self._fwd_bit: dict[Block, int] = {}
         self.geo = _geometric(kernel, self.canon)
         self._const_trips: dict[Loop, int | None] = {}
         self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()
@@ -1754,15 +1757,32 @@ class MemoryFacts:
         n = self.k.launch.max_threads or 1024
         return ((n, 1, 1), True) if 0 < n <= 1024 else (None, False)
 
-    def _evaluator(self, ctx: tuple) -> _ThreadEval | None:
+    def _evaluator(self, ctx: tuple, info=None) -> _ThreadEval | None:
+        """The concrete pass's evaluator for the loop trips ``ctx``, over the
+        uniformity facts ``info`` (the workgroup level's by default), shared
+        by every rule that asks for the same."""
         block, assumed = self.concrete_block
         if block is None:
             return None
-        key = tuple((id(lp),) + r for lp, r in ctx)
+        if info is None or self._same_facts(info):
+            info = self.info
+        key = (info is self.info,) + tuple((id(lp),) + r for lp, r in ctx)
         ev = self._evals.get(key)
         if ev is None:
-            ev = self._evals[key] = _ThreadEval(self, block, self.info, dict(ctx), assumed=assumed)
+            ev = self._evals[key] = _ThreadEval(self, block, info, dict(ctx), assumed=assumed)
         return ev
+
+    def _same_facts(self, info) -> bool:
+        """Whether ``info`` holds the facts an evaluator reads (varying values,
+        divergent loops) exactly as the workgroup level does: then the two
+        levels share evaluators (most kernels, before any Z3 proof)."""
+        if info is self.info:
+            return True
+        got = self._same.get(id(info))
+        if got is None:
+            got = self._same[id(info)] = (info.varying == self.info.varying
+                                          and info.divergent_loops == self.info.divergent_loops)  # fmt: skip
+        return got
 
     def _combos(self, va: Vec, vb: Vec, limit: int = 64):
         """The assignments of trip residues to enumerate for a pair: one per
@@ -1775,7 +1795,6 @@ class MemoryFacts:
         n = len(shared) + len(frees)
         if P ** n > limit:
             return None
-        import itertools
 
         out = []
         for rs in itertools.product(range(P), repeat=n):
@@ -2012,24 +2031,50 @@ class MemoryFacts:
                     return False
         return True
 
-    def _byteset(self, acc: Access, ctx, terms) -> frozenset:
-        """Every byte ``acc`` touches over the active threads (cached)."""
-        key = (acc, tuple((id(lp),) + r for lp, r in ctx), "bytes-set")
+    def _footprint(self, acc: Access, ctx, terms):
+        """What ``acc`` touches over its active threads, for a quick
+        disjointness test (cached): ``(lo, hi, aligned, units)``, the bytes
+        ``[lo, hi)`` it spans (None when an address may wrap around), whether
+        every address and the width are multiples of 4, and a function giving
+        the set of its bytes (unit 1) or 4-byte words (unit 4)."""
+        ckey = tuple((id(lp),) + r for lp, r in ctx)
+        key = (acc, ckey, "footprint")
         got = self._bytemaps.get(key)
         if got is None:
             _s, cs, act, mod = terms[:4]
+            xs = cs if act is None else [x for x, on in zip(cs, act) if on]
             w = acc.width
-            out = set()
-            for t, base in enumerate(cs):
-                if act is not None and not act[t]:
-                    continue
-                for j in range(w):
-                    out.add((base + j) % mod if mod else base + j)
-            got = self._bytemaps[key] = frozenset(out)
+            if not xs:
+                lo = hi = 0
+            elif mod and (min(xs) < 0 or max(xs) + w > mod):
+                lo = hi = None
+            else:
+                lo, hi = min(xs), max(xs) + w
+            aligned = w % 4 == 0 and all(x % 4 == 0 for x in xs)
+
+            def units(unit: int) -> frozenset:
+                ukey = (acc, ckey, "units", unit)
+                got = self._bytemaps.get(ukey)
+                if got is None:
+                    offs = range(0, w, unit)
+                    got = self._bytemaps[ukey] = frozenset(
+                        ((x + j) % mod if mod else x + j) // unit for x in xs for j in offs)
+                return got
+
+            got = self._bytemaps[key] = (lo, hi, aligned, units)
         return got
 
+    def _disjoint(self, a: Access, va, ta, b: Access, vb, tb) -> bool:
+        """Whether no byte ``a`` touches is touched by ``b`` (any threads)."""
+        la, ha, aligned_a, units_a = self._footprint(a, va, ta)
+        lb, hb, aligned_b, units_b = self._footprint(b, vb, tb)
+        if la is not None and lb is not None and (ha <= lb or hb <= la):
+            return True
+        unit = 4 if aligned_a and aligned_b else 1  # words, when both are word-aligned
+        return units_a(unit).isdisjoint(units_b(unit))
+
     def _collide(self, a, va, ta, b, tb, same_warp, same_thread, vb=None):
-        if vb is not None and not (self._byteset(a, va, ta) & self._byteset(b, vb, tb)):
+        if vb is not None and self._disjoint(a, va, ta, b, vb, tb):
             return None
         _s, ca, acta, mod = ta[:4]
         _s2, cb, actb, _m = tb[:4]
@@ -2126,8 +2171,8 @@ class MemoryFacts:
         around both: by the forward edges of the CFG (each loop around one of
         them but not the other taken as a whole), else by the source line."""
         if a.instr.block is b.instr.block:
-            blk = a.instr.block.instrs
-            return blk.index(b.instr) > blk.index(a.instr)
+            pos = self.k.cached("memory_order", MemoryOrder).pos  # index in the block
+            return pos[b.instr] > pos[a.instr]
         cfg = self.cfg
         la, lb = cfg.loops_around(a.instr.block), cfg.loops_around(b.instr.block)
         xa = next((lp.header for lp in reversed(la) if lp not in lb), a.instr.block)
@@ -2140,19 +2185,22 @@ class MemoryFacts:
         return _static_key(b) > _static_key(a)
 
     def _fwd_reaches(self, x: Block, y: Block) -> bool:
-        got = self._fwd.get(x)
-        if got is None:
+        """Whether ``y`` is ``x`` or follows it by forward edges (those that
+        go up in the CFG's order: no back edge)."""
+        if not self._fwd:
+            # one pass from the last block up: a block's bit set is its own
+            # bit and those of its forward successors
             order = self.cfg.order
-            seen = {x}
-            stack = [x]
-            while stack:
-                z = stack.pop()
+            bit = {b: 1 << i for i, b in enumerate(self.k.blocks)}
+            for z in sorted(self.k.blocks, key=lambda b: order.get(b, -1), reverse=True):
+                got = bit[z]
+                oz = order.get(z, -1)
                 for s2 in z.succs:
-                    if order.get(s2, -1) > order.get(z, -1) and s2 not in seen:
-                        seen.add(s2)
-                        stack.append(s2)
-            got = self._fwd[x] = seen
-        return y in got
+                    if order.get(s2, -1) > oz:
+                        got |= self._fwd[s2]
+                self._fwd[z] = got
+            self._fwd_bit = bit
+        return bool(self._fwd[x] & self._fwd_bit[y])
 
     # -- building findings ----------------------------------------------------------------
     def _race(self, a: Access, ta, b: Access, tb, code: str, q: _Query | None, status: str, walks,
@@ -2299,7 +2347,6 @@ class MemoryFacts:
         P = self.period
         if P ** len(loops) > 64:
             return None
-        import itertools
 
         python = self.k.language == "python" and acc.index is not None and len(acc.index) == len(buf.shape) \
             and all(buf.shape)  # fmt: skip
@@ -2625,17 +2672,33 @@ class _ThreadEval:
             return lambda x: ((x & m) ^ half) - half
         return lambda x: x & m
 
+    def _wrap_list(self, v: Value, signed: bool, xs: list) -> list:
+        """``xs`` wrapped at ``v``'s width (as `_wrap_fn`), copied only when
+        some element is out of range."""
+        bits = self._bits(v)
+        if bits >= 128:
+            return xs
+        m = (1 << bits) - 1
+        half = 1 << (bits - 1)
+        s = is_signed(v.type) if signed is None else signed
+        lo, hi = (-half, half - 1) if s else (0, m)
+        if lo <= min(xs) and max(xs) <= hi:
+            return xs
+        if s:
+            return [((x & m) ^ half) - half for x in xs]
+        return [x & m for x in xs]
+
     def _map(self, f, *cs):
         # the one- and two-operand forms are most of the work: no splat,
         # no column built for a shared constant
         if len(cs) == 1:
             c = cs[0]
-            return f(c) if isinstance(c, int) else [f(x) for x in c]
+            return f(c) if isinstance(c, int) else list(map(f, c))
         if len(cs) == 2:
             a, b = cs
             if isinstance(a, list):
-                return [f(x, y) for x, y in zip(a, b)] if isinstance(b, list) else [f(x, b) for x in a]
-            return [f(a, y) for y in b] if isinstance(b, list) else f(a, b)
+                return list(map(f, a, b if isinstance(b, list) else itertools.repeat(b)))
+            return list(map(f, itertools.repeat(a), b)) if isinstance(b, list) else f(a, b)
         if all(isinstance(c, int) for c in cs):
             return f(*cs)
         cols = [c if isinstance(c, list) else [c] * self.n for c in cs]
@@ -2950,6 +3013,14 @@ class _ThreadEval:
         if signed is None:
             signed = is_signed(t) or any(is_signed(a.type) for a in d.args)
         wrap = self._wrap_fn(v, signed if t not in ("pred",) else False)
+        fast = _WRAPPED_OPS.get(op)
+        if fast is not None and len(xs) == 2 and t != "pred" and not d.attrs.get("hi"):
+            # the common binary ops: C-level maps, wrapped only when a
+            # result leaves the type's range
+            a, b = xs
+            if not isinstance(a, list) and not isinstance(b, list):
+                return wrap(fast(a, b))
+            return self._wrap_list(v, signed, self._map(fast, a, b))
         if op is O.ADD:
             return self._map(lambda *a: wrap(sum(a)), *xs)
         if op is O.SUB:
@@ -3222,12 +3293,12 @@ def _period(kernel: Kernel, cap: int = 48) -> int:
     for lp in cfg.loops:
         for phi in lp.header.phis():
             dep.add(phi.result)
+    with_results = [ins for ins in kernel.instrs() if ins.results]
     for _ in range(3):
         n = len(dep)
-        for ins in kernel.instrs():
-            if ins.results and ins.op is not O.PHI or (ins.op is O.PHI and ins.results and ins.result not in dep):
-                if any(a in dep for a in ins.args):
-                    dep.update(ins.results)
+        for ins in with_results:
+            if (ins.op is not O.PHI or ins.results[0] not in dep) and not dep.isdisjoint(ins.args):
+                dep.update(ins.results)
         if len(dep) == n:
             break
     for ins in kernel.instrs():
@@ -3253,6 +3324,11 @@ def _period(kernel: Kernel, cap: int = 48) -> int:
         if q <= cap:
             p = q
     return p
+
+
+# Binary ops `_ThreadEval._concrete` computes with one C-level map, then wraps.
+_WRAPPED_OPS = {O.ADD: operator.add, O.SUB: operator.sub, O.MUL: operator.mul, O.AND: operator.and_,
+                O.OR: operator.or_, O.XOR: operator.xor}  # fmt: skip
 
 
 def _addr_terms(ev: _ThreadEval, acc: Access):
@@ -3281,17 +3357,13 @@ def _addr_terms(ev: _ThreadEval, acc: Access):
 
 def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
     out: list[BankConflict] = []
-    block = mf.k.launch.block
-    assumed = ""
+    # every warp of the launch's block, or (a kernel that reads only tid.x,
+    # with no launch shape) of the largest flat block its bounds allow
+    block, flat = mf.concrete_block
     if block is None:
-        if "y" in mf.tid_dims or "z" in mf.tid_dims:
-            return out
-        # a kernel that reads only tid.x: every warp of a flat block, up to its bound
-        n = mf.k.launch.max_threads or 1024
-        block = (max(32, n - n % 32), 1, 1)
-        assumed = "assuming a one-dimensional block, as the kernel reads only tid.x; the launch shape is not given"
-    ev = _ThreadEval(mf, block, mf.warp_info, {lp: ("rel", 0, 0) for lp in mf.cfg.loops}, assumed=bool(assumed))
-    nwarps = -(-ev.n // 32)
+        return out
+    assumed = "assuming a one-dimensional block, as the kernel reads only tid.x; the launch shape is not given" \
+        if flat else ""  # fmt: skip
     # Unrolled code repeats one lane pattern at many offsets: banks repeat
     # every 128 bytes, so a warp's verdict depends only on its lanes'
     # offsets from the first and on that first address modulo 128.
@@ -3302,6 +3374,10 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
             continue
         if acc.width > 16 or acc.width <= 0:
             continue
+        # the first trip residue of the loops around the access, the
+        # evaluator TL202 uses there too (with the warp level's facts)
+        ev = mf._evaluator(tuple((lp, ("free", 0, "o")) for lp in mf.phases.loops(ins.block)), mf.warp_info)
+        nwarps = -(-ev.n // 32)
         try:
             s, c = _addr_terms(ev, acc)
         except _Unknown:
@@ -3309,22 +3385,53 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
         if isinstance(c, int):
             continue  # one address for the whole warp: a broadcast
         act = ev.active(acc.instr.block)
+        rel = _warp_offsets(c) if act is None else None
         best: BankConflict | None = None
         for w in range(nwarps):
-            lanes = [i for i in range(w * 32, min(ev.n, w * 32 + 32)) if act is None or act[i]]
+            lo, hi = w * 32, min(ev.n, w * 32 + 32)
+            if act is None:
+                lanes, addrs, which = range(lo, hi), c[lo:hi], hi - lo  # every lane: the count says which
+            else:
+                lanes = [i for i in range(lo, hi) if act[i]]
+                addrs, which = [c[i] for i in lanes], tuple(i - lo for i in lanes)
             if len(lanes) < 2:
                 continue
-            first = c[lanes[0]]
-            key = (acc.width, first % 128, tuple((i - w * 32, c[i] - first) for i in lanes))
+            first = addrs[0]
+            pattern = rel[w] if rel is not None else tuple(map(first.__rsub__, addrs))
+            key = (acc.width, first % 128, which, pattern)
             got = memo.get(key)
             if got is None:
-                got = memo[key] = _warp_ways({i - w * 32: c[i] for i in lanes}, acc.width)
+                got = memo[key] = _warp_ways({i - lo: a for i, a in zip(lanes, addrs)}, acc.width)
             ways, worst, bank, stride = got
             if best is None or ways > best.ways:
                 best = BankConflict(acc, ways, stride, w, worst, bank, "", assumed)
         if best is not None and best.ways > 1:
             best.suggestion = _padding(mf, acc, best)
             out.append(best)
+    return out
+
+
+def _warp_offsets(c: list[int]) -> list | None:
+    """Per warp of ``c`` (one address per thread), its lanes' offsets from
+    its first lane as bytes (a memo key), with numpy: a large kernel has
+    thousands of accesses of eight warps each. None when an address does not
+    fit in 64 bits (the caller then builds the keys itself)."""
+    import numpy
+
+    try:
+        arr = numpy.array(c, dtype=numpy.int64)
+    except OverflowError:
+        return None
+    n = len(c)
+    full = n - n % 32
+    out = []
+    if full:
+        warps = arr[:full].reshape(-1, 32)
+        raw = (warps - warps[:, :1]).tobytes()
+        out = [raw[i : i + 256] for i in range(0, len(raw), 256)]
+    if full < n:
+        part = arr[full:]
+        out.append((part - part[0]).tobytes())
     return out
 
 

@@ -79,14 +79,39 @@ O = Opcode
 LEVELS = ("workgroup", "warp")
 
 
-@dataclass(frozen=True)
 class Reason:
     """Why a value varies: one step of the chain. ``source`` is the value (or
-    None) this step inherits from; ``instr`` where it happens."""
+    None) this step inherits from; ``instr`` where it happens.
 
-    message: str
-    instr: Instr | None = None
-    source: Value | None = None
+    ``message`` may be given as ``(function, *arguments)`` and is then written
+    when first read: the propagation marks tens of thousands of values in a
+    large kernel, and only the few chains a diagnostic cites are ever read."""
+
+    __slots__ = ("_message", "instr", "source")
+
+    def __init__(self, message: str | tuple, instr: Instr | None = None, source: Value | None = None):
+        self._message = message
+        self.instr = instr
+        self.source = source
+
+    @property
+    def message(self) -> str:
+        m = self._message
+        if not isinstance(m, str):
+            m = self._message = m[0](*m[1:])
+        return m
+
+    def _key(self) -> tuple:
+        return (self.message, self.instr, self.source)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reason) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Reason({self.message!r}, {self.instr!r}, {self.source!r})"
 
 
 @dataclass
@@ -311,6 +336,16 @@ class UniformityInfo:
     z3_queries: int = 0
     z3_proved: int = 0
 
+    def copy(self, level: str) -> UniformityInfo:
+        """An independent copy of the taint, told it is for ``level``."""
+        return UniformityInfo(
+            self.kernel, self.module, level, set(self.varying), set(self.divergent_branches),
+            set(self.divergent_loops), set(self.varying_buffers), dict(self.reasons),
+            dict(self.branch_reasons), dict(self.loop_reasons), dict(self.proofs), dict(self.loop_proofs),
+            set(self.forced_uniform), set(self.proved_values), set(self.uniform_loops),
+            self.z3_queries, self.z3_proved,
+        )  # fmt: skip
+
     # -- queries -------------------------------------------------------------
     def is_uniform(self, v: Value) -> bool:
         return v not in self.varying
@@ -465,10 +500,23 @@ class _Propagator:
     def run(self) -> UniformityInfo:
         self.seed()
         users = self.facts.users
-        while self.work:
-            v = self.work.pop()
+        varying, forced, reasons, work = self.info.varying, self.forced, self.info.reasons, self.work
+        while work:
+            v = work.pop()
             for ins in users.get(v, ()):
-                self.visit(ins, v)
+                if ins.op in _VISIT_OPS:
+                    self.visit(ins, v)
+                    continue
+                # the common case, `visit`'s last one inlined: a result
+                # computed from a varying operand varies
+                reason = None
+                for r in ins.results:
+                    if r not in varying and r not in forced:
+                        if reason is None:
+                            reason = Reason((_derive_message, ins, v), ins, v)
+                        varying.add(r)
+                        reasons[r] = reason
+                        work.append(r)
         return self.info
 
     def visit(self, ins: Instr, v: Value) -> None:
@@ -478,7 +526,7 @@ class _Propagator:
                 self.mark_branch(ins.block, Reason(f"branch on {describe(v)}", ins, v))
             return
         if op is O.PHI:
-            self.mark_results(ins, Reason(f"merges {describe(v)}", ins, v))
+            self.mark_results(ins, Reason((_merges_message, v), ins, v))
             return
         if op is O.STORE or (op in MEMORY_WRITES and ins in self.facts.local_store_set):
             if ins in self.facts.local_store_set:
@@ -489,8 +537,14 @@ class _Propagator:
             return  # bar.red / syncthreads_count: a reduction over the workgroup
         if op in WARP_UNIFORM_RESULTS and self.level == "warp":
             return
-        if ins.results:
-            self.mark_results(ins, Reason(_derive_message(ins, v), ins, v))
+        varying = self.info.varying
+        if any(r not in varying for r in ins.results):
+            self.mark_results(ins, Reason((_derive_message, ins, v), ins, v))
+
+
+# The ops `_Propagator.visit` treats otherwise than "a varying operand makes
+# the results vary"; `run` handles every other op inline.
+_VISIT_OPS = frozenset({O.BRANCH, O.PHI, O.STORE, O.BARRIER}) | MEMORY_WRITES | WARP_UNIFORM_RESULTS
 
 
 def describe(v: Value | None) -> str:
@@ -505,6 +559,10 @@ def describe(v: Value | None) -> str:
     if d is not None and d.text and len(d.text) <= 60:
         return f"`{d.text.strip().rstrip(';')}`"
     return f"`{v.name}`"
+
+
+def _merges_message(v: Value) -> str:
+    return f"merges {describe(v)}"
 
 
 def _derive_message(ins: Instr, v: Value) -> str:
@@ -675,7 +733,33 @@ def compute(
     forced: set[Value] | None = None,
     uniform_loops: set[Loop] | None = None,
 ) -> UniformityInfo:
-    """The taint analysis alone (no Z3), for a level."""
+    """The taint analysis alone (no Z3), for a level.
+
+    Before Z3 has proved anything, the warp level's taint is the workgroup
+    level's whenever the two start from the same seeds (no special register
+    that one level calls uniform and the other varying, no vote/redux/
+    activemask): then it is computed once and copied."""
+    if not forced and not uniform_loops:
+        key = "workgroup" if level == "warp" and _levels_agree(kernel) else level
+        return kernel.cached(f"uniform_taint:{key}", lambda k: _compute(k, key, set(), set())).copy(level)
+    return _compute(kernel, level, forced or set(), uniform_loops or set())
+
+
+def _levels_agree(kernel: Kernel) -> bool:
+    """Whether the two levels seed the same values (`_Propagator.seed`,
+    `_Propagator.visit`: only special registers and warp-uniform results
+    depend on the level)."""
+    for ins in kernel.instrs():
+        if ins.op in WARP_UNIFORM_RESULTS:
+            return False
+        if ins.op is O.SPECIAL:
+            name = ins.attrs.get("name", "")
+            if special_varies(name, "workgroup") != special_varies(name, "warp"):
+                return False
+    return True
+
+
+def _compute(kernel: Kernel, level: str, forced: set[Value], uniform_loops: set[Loop]) -> UniformityInfo:
     memory = kernel.cached("memory_order", MemoryOrder)
     facts = kernel.cached("uniform_facts", lambda k: _KernelFacts(k, memory))
     prop = _Propagator(kernel, level, forced or set(), uniform_loops or set(), memory, facts)

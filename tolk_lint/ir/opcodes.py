@@ -57,6 +57,11 @@ import enum
 
 
 class Opcode(enum.Enum):
+    # Members are singletons compared by identity, so the identity hash is
+    # exact -- and a C slot, where Enum's default hashes the name in Python
+    # (the analyses look opcodes up in sets and dicts millions of times).
+    __hash__ = object.__hash__
+
     # values without operands
     CONST = "const"
     PARAM = "param"
