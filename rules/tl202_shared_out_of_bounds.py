@@ -54,7 +54,7 @@ No fix: the right size depends on the launch.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.memory import access_text, pretty_buffer
+from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
 from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -143,7 +143,7 @@ class SharedOutOfBounds(Rule):
         for f in facts.out_of_bounds():
             acc = f.access
             ins = acc.instr
-            key = (ins.origin.outermost().line,) if ins.origin is not None else (ins.span.line, ins.span.column)
+            key = source_key(ins)
             if key in seen:
                 continue
             seen.add(key)

@@ -872,3 +872,23 @@ def test_footprints_decide_disjointness_as_byte_sets_do():
                 assert f._disjoint(a, ctx, ta, b, ctx, tb) == expect, (k.name, a.line, b.line)
                 checked += 1
     assert checked > 200
+
+
+def test_warp_offset_keys_tell_lane_patterns_apart_exactly():
+    """`_warp_offsets`: two warps get the same key exactly when their lanes
+    sit at the same offsets from their first lane; addresses too wide for
+    int64 differences are left to the caller (None)."""
+    import random
+
+    rng = random.Random(3)
+    for n in (32, 96, 100):
+        base = [rng.choice((0, 4, 8)) * (i % 32) + rng.choice((0, 128, 4096)) for i in range(n)]
+        keys = memory._warp_offsets(base)
+        assert len(keys) == -(-n // 32)
+        for w1 in range(len(keys)):
+            for w2 in range(len(keys)):
+                p1 = [x - base[w1 * 32] for x in base[w1 * 32 : w1 * 32 + 32]]
+                p2 = [x - base[w2 * 32] for x in base[w2 * 32 : w2 * 32 + 32]]
+                assert (keys[w1] == keys[w2]) == (p1 == p2)
+    assert memory._warp_offsets([0, 1 << 63]) is None
+    assert memory._warp_offsets([-(1 << 63), 0]) is None

@@ -1611,7 +1611,15 @@ class MemoryFacts:
             v = self._solve(q, z3.And(*cheap_base, z3.Or(*[it[5] for it in plain])),
                             self.rlimit // 4 if len(plain) > 1 else None)  # fmt: skip
             if v.status == "unknown" and len(plain) > 1:
-                survivors = [it for it in plain if self._solve(q, z3.And(*cheap_base, it[5])).status != "unsat"]
+                # Each alone; a partner on the source line of one that
+                # survived is kept without asking: unrolled copies of one
+                # line, and the rounds below stop at a line pair's first race.
+                lines: set = set()
+                for it in plain:
+                    line = self._line_key(it[0])
+                    if line in lines or self._solve(q, z3.And(*cheap_base, it[5])).status != "unsat":
+                        survivors.append(it)
+                        lines.add(line)
             elif v.status != "unsat":
                 survivors = plain
         else:
@@ -2328,6 +2336,9 @@ class MemoryFacts:
 
     # -- out of bounds -----------------------------------------------------------------
     def out_of_bounds(self) -> list[OutOfBounds]:
+        """The accesses that may leave their array, in program order: the
+        first of each source line (`source_key`; the solver is not asked
+        about the others, unrolled copies of the same line)."""
         if self._oob is None:
             t0 = time.perf_counter()
             try:
@@ -2404,9 +2415,13 @@ class MemoryFacts:
         z3 = smt.z3mod()
         out = []
         q: _Query | None = None
+        reported: set = set()  # source lines with a finding: their later accesses are not asked about
         for acc in self.accesses:
             buf = acc.buffer
             if buf is None or buf.dynamic:
+                continue
+            line = source_key(acc.instr)
+            if line in reported:
                 continue
             conc = self._oob_concrete(acc)
             if conc == "clear":
@@ -2464,6 +2479,7 @@ class MemoryFacts:
                 continue
             if v.status == "unsat":
                 continue
+            reported.add(line)
             assumed = self.assumed_launch()
             if v.status == "unknown":
                 out.append(OutOfBounds(acc, None, "", assumed, "unknown"))
@@ -2555,6 +2571,15 @@ def _solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
         return smt.Verdict("unknown", reason="resource limit" if "resource" in (reason or "") else reason)
     smt.STATS["queries"] -= 1
     return smt.solve(enc, goal, rlimit)
+
+
+def source_key(ins: Instr) -> tuple:
+    """The source line an instruction reports at: its outermost ``.loc``
+    origin, else its own line and column. The copies nvcc unrolls from one
+    line share it, and TL202 reports one finding per key."""
+    if ins.origin is not None:
+        return (ins.origin.outermost().line,)
+    return (ins.span.line, ins.span.column) if ins.span is not None else ("instr", id(ins))
 
 
 def _line_block(x) -> int:
@@ -3414,14 +3439,15 @@ def _bank_conflicts(mf: MemoryFacts) -> list[BankConflict]:
 def _warp_offsets(c: list[int]) -> list | None:
     """Per warp of ``c`` (one address per thread), its lanes' offsets from
     its first lane as bytes (a memo key), with numpy: a large kernel has
-    thousands of accesses of eight warps each. None when an address does not
-    fit in 64 bits (the caller then builds the keys itself)."""
+    thousands of accesses of eight warps each. None when an address or a
+    difference might not fit in 64 bits (the caller then builds the keys
+    itself)."""
     import numpy
 
-    try:
-        arr = numpy.array(c, dtype=numpy.int64)
-    except OverflowError:
-        return None
+    lo, hi = min(c), max(c)
+    if lo < -(1 << 62) or hi >= 1 << 62:
+        return None  # the differences might not fit either
+    arr = numpy.array(c, dtype=numpy.int64)
     n = len(c)
     full = n - n % 32
     out = []
