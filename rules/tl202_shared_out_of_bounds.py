@@ -13,7 +13,8 @@ only indices below `-n` or from `n` up are out of bounds). The diagnostic
 prints the thread, the offending index or offset and the inputs. When the
 launch shape is not known (no `--block`, no configuration, no `.reqntid`),
 the check assumes any block allowed by `.maxntid` (or of at most 1024
-threads) and says what it assumed.
+threads) and says what it assumed. One finding per source line: the copies
+nvcc unrolls from one line are reported (and searched) once, at the first.
 
 ## Why is this bad?
 Shared memory is not bounds-checked: a store past the end of one array
