@@ -193,9 +193,17 @@ class Encoder:
                 c.append(z3.UGE(self.ntid[d], 1))
                 c.append(z3.ULE(self.ntid[d], 1024))
         if block is None:
-            wide = [z3.ZeroExt(32, n) for n in self.ntid]
             limit = k.launch.threads or 1024
-            c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
+            x, y, z = self.ntid
+            if limit <= 1 << 20:
+                # each dimension is at most 1024, so neither product below
+                # wraps at 32 bits: two 32-bit multipliers instead of two
+                # 64-bit ones, a fixed cost every query of the kernel pays
+                xy = x * y
+                c += [z3.ULE(xy, limit), z3.ULE(xy * z, limit)]
+            else:
+                wide = [z3.ZeroExt(32, n) for n in self.ntid]
+                c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
         # distinct threads
         t0, t1 = self.tid
         dims = [d for d in range(3) if block is None or block[d] > 1] or [0]
