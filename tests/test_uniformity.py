@@ -233,3 +233,28 @@ def test_reasons_are_written_when_read():
     assert r.message == "computed from `a`" and r.message == "computed from `a`"
     assert calls == ["a"]
     assert r == Reason("computed from `a`") and hash(r) == hash(Reason("computed from `a`"))
+
+
+def test_launch_thread_bound_is_the_product_bound():
+    """`Encoder._launch` bounds ntid.x * ntid.y * ntid.z with two narrow
+    products (cheap to bit-blast); given each dimension in [1, 1024], Z3
+    proves that the same as the 64-bit product's bound, for any limit up to
+    1024 threads."""
+    from tolk_lint.analysis import smt
+    from tolk_lint.ir.nodes import LaunchBounds
+
+    z3 = smt.z3mod()
+    module = parse(TID_GUARD, "guard.ptx")
+    k = module.kernels[0]
+    for limit in (1024, 256, 96):
+        k.launch = LaunchBounds(max_threads=limit)
+        enc = smt.Encoder(k, None, "workgroup")
+        x, y, z = enc.ntid
+        wide = z3.ZeroExt(32, x) * z3.ZeroExt(32, y) * z3.ZeroExt(32, z)
+        s = z3.Solver()
+        s.add([z3.UGE(n, 1) for n in enc.ntid] + [z3.ULE(n, 1024) for n in enc.ntid])
+        # the launch constraints on the block's size alone (no thread index)
+        narrow = z3.And(*[c for c in enc.constraints if "ntid" in c.sexpr()
+                          and "tid." not in c.sexpr().replace("ntid.", "")])  # fmt: skip
+        s.add(narrow != z3.ULE(wide, limit))
+        assert s.check() == z3.unsat, limit

