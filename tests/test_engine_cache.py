@@ -305,3 +305,21 @@ def test_lint_raises_the_collector_thresholds_only_while_it_runs():
     assert len(seen) == 2
     assert all(t[0] >= engine.LINT_GC_THRESHOLD[0] for t in seen)
     assert gc.get_threshold() == before
+
+
+def test_collector_thresholds_survive_nested_and_overlapping_lints():
+    """Two lints that overlap (nested here; threads in the language server)
+    leave the caller's thresholds as they were, whatever order they end in."""
+    import gc
+
+    from tolk_lint.engine import LINT_GC_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    outer, inner = fewer_collections(), fewer_collections()
+    outer.__enter__()
+    inner.__enter__()
+    assert gc.get_threshold()[0] >= LINT_GC_THRESHOLD[0]
+    outer.__exit__(None, None, None)  # the first to start ends first
+    assert gc.get_threshold()[0] >= LINT_GC_THRESHOLD[0]  # the other still runs
+    inner.__exit__(None, None, None)
+    assert gc.get_threshold() == before

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import re
+import threading
 import traceback
 from dataclasses import dataclass, field
 
@@ -414,15 +415,28 @@ def dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 LINT_GC_THRESHOLD = (50_000, 20, 20)
 
 
+_gc_lock = threading.Lock()
+_gc_depth = 0  # lints running (nested, or in the language server's threads)
+_gc_saved: tuple[int, ...] = ()
+
+
 @contextlib.contextmanager
 def fewer_collections():
-    """Raise the cyclic collector's thresholds for the block, then restore them."""
-    before = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip(LINT_GC_THRESHOLD, before)))
+    """Raise the cyclic collector's thresholds for the block; the first to
+    enter saves the caller's, the last to leave restores them."""
+    global _gc_depth, _gc_saved
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_saved = gc.get_threshold()
+            gc.set_threshold(*(max(a, b) for a, b in zip(LINT_GC_THRESHOLD, _gc_saved)))
+        _gc_depth += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0:
+                gc.set_threshold(*_gc_saved)
 
 
 def lint_text(
