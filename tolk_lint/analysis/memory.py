@@ -1484,7 +1484,11 @@ class MemoryFacts:
         one disjunction, peeling off the partners each model satisfies.
         ``pairs`` maps each pair to whether its second access is known to
         come after the first (found by walking on from it)."""
-        items = list(pairs.items())
+        # in program order: which pair of a source line is asked first (and
+        # so reported) must not depend on how the pairs were found (walks
+        # over sets of blocks), or two runs print different lines
+        items = sorted(pairs.items(), key=lambda kv: (kv[0][0].order, _vec_repr(kv[0][1]),
+                                                       kv[0][2].order, _vec_repr(kv[0][3])))  # fmt: skip
         if len(items) > MAX_PAIRS:
             self.truncated = True
             items = items[:MAX_PAIRS]
