@@ -269,3 +269,27 @@ def test_ssa_phi_at_join():
     k = b.finish()
     assert x.defn.op is Opcode.PHI and len(x.defn.args) == 2
     assert [a.defn.attrs["value"] for a in x.defn.args] == [0, 1]
+
+
+def test_loop_blocks_iterate_in_reverse_post_order():
+    """`Loop.blocks` is a set that walks in the CFG's order (`BlockSet`), so
+    what is built by walking a loop -- its exits, the terms Z3 is given --
+    is the same in every process; membership and subset tests still work."""
+    from pathlib import Path
+
+    from tolk_lint.engine import parse
+    from tolk_lint.ir.cfg import BlockSet
+
+    checked = 0
+    for path in sorted(Path(__file__).parent.parent.joinpath("fixtures", "ptx").rglob("*.ptx")):
+        for k in parse(path.read_text(), str(path)).kernels:
+            if not k.blocks:
+                continue
+            cfg = k.cfg()
+            for lp in cfg.loops:
+                assert isinstance(lp.blocks, BlockSet)
+                ranks = [cfg.order[b] for b in lp.blocks]
+                assert ranks == sorted(ranks) and len(ranks) == len(lp.blocks)
+                assert lp.header in lp.blocks and set(lp.blocks) <= set(k.blocks)
+                checked += 1
+    assert checked >= 5

@@ -51,6 +51,22 @@ class LoopExit:
     uses_next: bool = False  # compares iv.next rather than iv
 
 
+class BlockSet(set):
+    """A set of blocks (membership, subset tests, size) that iterates in a
+    fixed order, the CFG's reverse post-order. A plain set of blocks iterates
+    by identity hash, which differs from one process to the next: anything
+    built by walking a loop's blocks (its exits, the order of the terms Z3
+    is given, which value a reason is attached to first) would differ too."""
+
+    def __init__(self, blocks=(), key=None):
+        blocks = list(blocks)
+        super().__init__(blocks)
+        self._order = sorted(set(blocks), key=key) if key is not None else blocks
+
+    def __iter__(self):
+        return iter(self._order)
+
+
 @dataclass(eq=False)
 class Loop:
     header: Block
@@ -249,15 +265,21 @@ class CFG:
             lp.parent = best
             if best is not None:
                 best.children.append(lp)
+        rank = self._rank
         for lp in loops:
+            lp.blocks = BlockSet(lp.blocks, rank)
             for b in lp.blocks:
                 for s in b.succs:
                     if s not in lp.blocks and s not in lp.exit_blocks:
                         lp.exit_blocks.append(s)
         if self.irreducible:
             # an irreducible region is a cycle too: grow it to its SCC
-            self.irreducible = _scc_closure(self.irreducible, self.rpo)
+            self.irreducible = BlockSet(_scc_closure(self.irreducible, self.rpo), rank)
         return loops
+
+    def _rank(self, b: Block) -> tuple[int, int]:
+        """Where a block comes in reverse post-order (then in the kernel)."""
+        return (self.order.get(b, len(self.order)), b.id)
 
     def loop_of(self, block: Block) -> Loop | None:
         """The innermost loop holding ``block``."""
