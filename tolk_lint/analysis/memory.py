@@ -2690,26 +2690,30 @@ class _ThreadEval:
             return 128
         return max(1, type_bits(v.type))
 
-    def _wrap_fn(self, v: Value, signed: bool | None = None):
+    def _width(self, v: Value, signed: bool | None):
+        """``(mask, half, signed)`` of ``v``'s two's-complement width, or None
+        when it does not wrap (Python integers, pointers)."""
         bits = self._bits(v)
         if bits >= 128:
+            return None
+        return (1 << bits) - 1, 1 << (bits - 1), is_signed(v.type) if signed is None else signed
+
+    def _wrap_fn(self, v: Value, signed: bool | None = None):
+        w = self._width(v, signed)
+        if w is None:
             return lambda x: x
-        m = (1 << bits) - 1
-        s = is_signed(v.type) if signed is None else signed
-        half = 1 << (bits - 1)
+        m, half, s = w
         if s:
             return lambda x: ((x & m) ^ half) - half
         return lambda x: x & m
 
-    def _wrap_list(self, v: Value, signed: bool, xs: list) -> list:
-        """``xs`` wrapped at ``v``'s width (as `_wrap_fn`), copied only when
+    def _wrap_list(self, v: Value, signed: bool | None, xs: list) -> list:
+        """``xs`` wrapped as `_wrap_fn` wraps each element, copied only when
         some element is out of range."""
-        bits = self._bits(v)
-        if bits >= 128:
+        w = self._width(v, signed)
+        if w is None:
             return xs
-        m = (1 << bits) - 1
-        half = 1 << (bits - 1)
-        s = is_signed(v.type) if signed is None else signed
+        m, half, s = w
         lo, hi = (-half, half - 1) if s else (0, m)
         if lo <= min(xs) and max(xs) <= hi:
             return xs

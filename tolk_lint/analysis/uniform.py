@@ -303,6 +303,7 @@ class MemoryOrder:
         out_of = solve(lambda b: b.succs, head)
         return into, out_of, bits_in
 
+
 def _lowest_bit(x: int) -> int:
     return (x & -x).bit_length() - 1
 
@@ -723,10 +724,6 @@ class _KernelFacts:
         return f"read from {sp} memory"
 
 
-def _mark_local_buffer_roots(facts: _KernelFacts) -> None:
-    """Stores of the register/local fixpoint are decided in propagation."""
-
-
 def compute(
     kernel: Kernel,
     level: str = "workgroup",
@@ -762,17 +759,14 @@ def _levels_agree(kernel: Kernel) -> bool:
 def _compute(kernel: Kernel, level: str, forced: set[Value], uniform_loops: set[Loop]) -> UniformityInfo:
     memory = kernel.cached("memory_order", MemoryOrder)
     facts = kernel.cached("uniform_facts", lambda k: _KernelFacts(k, memory))
-    prop = _Propagator(kernel, level, forced or set(), uniform_loops or set(), memory, facts)
-    prop.info.forced_uniform = set(forced or ())
-    prop.info.uniform_loops = set(uniform_loops or ())
-    exits = {ex.cond for lp in (uniform_loops or ()) for ex in lp.exits}
+    prop = _Propagator(kernel, level, forced, uniform_loops, memory, facts)
+    prop.info.forced_uniform = set(forced)
+    prop.info.uniform_loops = set(uniform_loops)
+    exits = {ex.cond for lp in uniform_loops for ex in lp.exits}
     prop.info.proved_values = prop.info.forced_uniform - exits
-    # local stores of a varying value known from the start are handled by
-    # propagation: seed stores whose operands are already varying
-    info = prop.run()
-    # stores whose address/value became varying were marked during the run;
-    # a store in a loop marked divergent later was handled by mark_loop.
-    return info
+    # stores of a varying value or under varying control are marked during
+    # the run; a store in a loop found divergent later, by mark_loop
+    return prop.run()
 
 
 # ---------------------------------------------------------------------------
