@@ -159,7 +159,7 @@ def lint_and_ptxas(path: Path, arch: str, repeat: int, cli: bool = False):
     ptxas = ptxas_runner(path, arch)
 
     def command_line():
-        subprocess.run([sys.executable, "-m", "tolk_lint", "check", "--no-cache", "--isolated", "--exit-zero", *_cli_flags(), str(path)],
+        subprocess.run([sys.executable, "-m", "tolk_lint", "check", "--no-cache", "--isolated", "--exit-zero", *CLI_FLAGS, str(path)],
                        check=True, capture_output=True)  # fmt: skip
 
     fns = [lambda: lint_once(path)] + ([ptxas] if ptxas else []) + ([command_line] if cli else [])
@@ -168,10 +168,6 @@ def lint_and_ptxas(path: Path, arch: str, repeat: int, cli: bool = False):
 
 
 CLI_FLAGS: list[str] = []  # set by main(): --select/--ignore for the command-line run
-
-
-def _cli_flags() -> list[str]:
-    return CLI_FLAGS
 
 
 def ptxas_runner(path: Path, arch: str):
