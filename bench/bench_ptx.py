@@ -226,8 +226,9 @@ def breakdown(path: Path) -> list[tuple[str, float]]:
 
 
 def _breakdown(path: Path) -> list[tuple[str, float]]:
+    from tolk_lint.catalog import iter_rules
     from tolk_lint.engine import decode, prepare
-    from tolk_lint.registry import RuleContext, iter_rules
+    from tolk_lint.registry import RuleContext
     from tolk_lint.suppress import apply_suppressions
 
     rows: list[tuple[str, float]] = _Rows()
@@ -257,11 +258,12 @@ def _breakdown(path: Path) -> list[tuple[str, float]]:
 
     kernels = [k for k in module.kernels if k.blocks]
     from tolk_lint.engine import kernel_target
+    from tolk_lint.ir.cfg import cfg_of
 
     ctxs = [RuleContext(module, k, settings_, kernel_target(k, module, settings_)) for k in kernels]
     t = time.perf_counter()
     for k in kernels:
-        k.cfg()
+        cfg_of(k)
     rows.append(("CFG (dominators, loops, control dependence)", time.perf_counter() - t))
 
     smt_stats = _smt_stats()

@@ -106,10 +106,11 @@ def lint(path: Path):
 
 
 def breakdown(path: Path) -> list[tuple[str, float]]:
+    from tolk_lint.catalog import iter_rules
     from tolk_lint.config import DEFAULT_SETTINGS
     from tolk_lint.engine import kernel_target, prepare
     from tolk_lint.frontends.python import parse_python
-    from tolk_lint.registry import RuleContext, iter_rules
+    from tolk_lint.registry import RuleContext
 
     settings = DEFAULT_SETTINGS
     rows = []
@@ -118,11 +119,13 @@ def breakdown(path: Path) -> list[tuple[str, float]]:
     module = parse_python(text, str(path))
     rows.append(("parse + lower (libcst -> SSA IR)", time.perf_counter() - t))
     prepare(module, settings)
+    from tolk_lint.ir.cfg import cfg_of
+
     kernels = [k for k in module.kernels if k.blocks]
     ctxs = [RuleContext(module, k, settings, kernel_target(k, module, settings)) for k in kernels]
     t = time.perf_counter()
     for k in kernels:
-        k.cfg()
+        cfg_of(k)
     rows.append(("CFG", time.perf_counter() - t))
     for name in ("uniformity", "memory", "staging"):
         t = time.perf_counter()

@@ -4,7 +4,8 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
-from tolk_lint.analysis.uniform import Placement, Reason, describe  # noqa: F401 (re-exported)
+from tolk_lint.analysis.uniform import Placement, describe  # noqa: F401 (re-exported)
+from tolk_lint.analysis.uniformity_info import Reason  # noqa: F401 (re-exported)
 from tolk_lint.diagnostics import Diagnostic, Related
 from tolk_lint.ir.nodes import Instr, Span
 from tolk_lint.ir.opcodes import Opcode

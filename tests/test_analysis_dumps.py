@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tolk_lint.analysis.uniform import dump_uniformity, uniformity
-from tolk_lint.engine import parse, prepare
 from tolk_lint.config import DEFAULT_SETTINGS
+from tolk_lint.engine import parse, prepare
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "analysis" / "uniformity"
 DIRECTIVE = re.compile(r"(?://|#)\s*(CHECK(?:-LABEL|-NOT)?):\s?(.*)$")

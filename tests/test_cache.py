@@ -14,11 +14,11 @@ from tolk_lint.cache import (
     diagnostic_from_json,
     diagnostic_to_json,
     lint_cached,
-    tool_fingerprint,
 )
 from tolk_lint.cli import main
 from tolk_lint.config import DEFAULT_SETTINGS, resolve_settings
 from tolk_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related, Severity
+from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Origin, Span
 
 BAD = "from numba import cuda\n\ndef k(a:\n"

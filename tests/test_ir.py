@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tolk_lint.ir import Builder, Kernel, Opcode, dump_kernel
+from tolk_lint.ir.cfg import cfg_of
 
 DATA = Path(__file__).parent / "data"
 
@@ -52,7 +53,7 @@ def test_small_kernel_shape():
     assert ops.count(Opcode.MMA) == 1
     mma = next(i for i in k.instrs() if i.op is Opcode.MMA)
     assert mma.origin is not None and mma.origin.line == 11 and mma.origin.path.endswith("small_mma.cu")
-    [loop] = k.cfg().loops
+    [loop] = cfg_of(k).loops
     assert any(i.op is Opcode.BARRIER for b in loop.blocks for i in b.instrs)
     assert loop.ivs and loop.ivs[0].step == 1
     [ex] = loop.exits
@@ -89,12 +90,12 @@ def build(edges: dict[str, list[str]]) -> tuple[Kernel, dict]:
 
 
 def idoms(k: Kernel) -> dict[str, str]:
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     return {b.name: cfg.idom[b].name for b in cfg.rpo if b is not cfg.entry}
 
 
 def ipdoms(k: Kernel) -> dict[str, str | None]:
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     return {b.name: (cfg.ipdom[b].name if cfg.ipdom[b] is not None else None) for b in cfg.rpo}
 
 
@@ -105,7 +106,7 @@ def test_diamond_dominators():
     k, B = build(DIAMOND)
     assert idoms(k) == {"then": "entry", "else": "entry", "join": "entry"}
     assert ipdoms(k) == {"entry": "join", "then": "join", "else": "join", "join": None}
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert cfg.dominates(B["entry"], B["join"]) and not cfg.dominates(B["then"], B["join"])
     assert cfg.post_dominates(B["join"], B["entry"]) and not cfg.post_dominates(B["then"], B["entry"])
     assert cfg.rpo[0] is B["entry"] and cfg.rpo[-1] is B["join"]
@@ -113,7 +114,7 @@ def test_diamond_dominators():
 
 def test_diamond_control_dependence():
     k, B = build(DIAMOND)
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert cfg.control_deps(B["then"]) == [B["entry"]]
     assert cfg.control_deps(B["else"]) == [B["entry"]]
     assert cfg.control_deps(B["join"]) == []
@@ -124,7 +125,7 @@ def test_diamond_control_dependence():
 def test_early_return_post_dominance():
     # entry: if (tid < n) return; barrier-block; ret
     k, B = build({"entry": ["early", "rest"], "early": [], "rest": []})
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert ipdoms(k) == {"entry": None, "early": None, "rest": None}
     assert cfg.control_deps(B["rest"]) == [B["entry"]]
     assert cfg.control_deps(B["early"]) == [B["entry"]]
@@ -134,7 +135,7 @@ def test_nested_if_control_dependence():
     k, B = build(
         {"entry": ["a", "join"], "a": ["b", "a_join"], "b": ["a_join"], "a_join": ["join"], "join": []}
     )
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert cfg.control_deps(B["b"]) == [B["a"]]
     assert cfg.control_deps(B["a"]) == [B["entry"]]
     assert cfg.control_deps(B["a_join"]) == [B["entry"]]
@@ -152,7 +153,7 @@ def test_natural_loops_nested():
             "exit": [],
         }
     )
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     by_header = {lp.header.name: lp for lp in cfg.loops}
     assert set(by_header) == {"outer", "inner"}
     outer, inner = by_header["outer"], by_header["inner"]
@@ -196,7 +197,7 @@ def counted_loop(step: int = 1, start: int = 0, cmp: str = "lt", compare_next: b
 
 def test_induction_variable_start_step_bound():
     k = counted_loop(step=4, start=2)
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     [lp] = cfg.loops
     [iv] = lp.ivs
     assert iv.step == 4
@@ -211,7 +212,7 @@ def test_induction_variable_start_step_bound():
 
 def test_induction_variable_counting_down_on_the_phi():
     k = counted_loop(step=-1, start=100, cmp="gt", compare_next=False)
-    [lp] = k.cfg().loops
+    [lp] = cfg_of(k).loops
     [iv] = lp.ivs
     assert iv.step == -1
     [ex] = lp.exits
@@ -227,7 +228,7 @@ def test_loop_dump_names_the_induction_variable():
 def test_irreducible_cycle():
     # two entries into the cycle a <-> b
     k, B = build({"entry": ["a", "b"], "a": ["b", "exit"], "b": ["a", "exit"], "exit": []})
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert {b.name for b in cfg.irreducible} == {"a", "b"}
     assert not any(lp.header in (B["a"], B["b"]) for lp in cfg.loops)
     assert "irreducible: a, b" in dump_kernel(k)
@@ -235,7 +236,7 @@ def test_irreducible_cycle():
 
 def test_reducible_loop_is_not_irreducible():
     k, _ = build({"entry": ["h"], "h": ["body", "exit"], "body": ["h"], "exit": []})
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert not cfg.irreducible
     [lp] = cfg.loops
     assert lp.header.name == "h" and {b.name for b in lp.blocks} == {"h", "body"}
@@ -243,7 +244,7 @@ def test_reducible_loop_is_not_irreducible():
 
 def test_infinite_loop_still_has_post_dominators():
     k, B = build({"entry": ["spin", "exit"], "spin": ["spin"], "exit": []})
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     assert cfg.ipdom[B["entry"]] is None
     assert B["entry"] in cfg.control_deps(B["spin"])
 
@@ -285,7 +286,7 @@ def test_loop_blocks_iterate_in_reverse_post_order():
         for k in parse(path.read_text(), str(path)).kernels:
             if not k.blocks:
                 continue
-            cfg = k.cfg()
+            cfg = cfg_of(k)
             for lp in cfg.loops:
                 assert isinstance(lp.blocks, BlockSet)
                 ranks = [cfg.order[b] for b in lp.blocks]

@@ -20,7 +20,7 @@ from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features  # noqa: E402
 
-from tolk_lint.registry import rule_by_code  # noqa: E402
+from tolk_lint.catalog import rule_by_code  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 

@@ -20,7 +20,7 @@ import subprocess
 
 import pytest
 
-from tolk_lint.registry import rule_by_code
+from tolk_lint.catalog import rule_by_code
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JUNK = {".git", "__pycache__", ".pytest_cache", ".tolk_lint_cache", "build", "dist", ".venv", ".hypothesis"}

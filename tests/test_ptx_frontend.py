@@ -14,6 +14,7 @@ import pytest
 
 from tolk_lint.frontends.ptx import PTX_GRAMMAR_PATH, parse_ptx
 from tolk_lint.ir import Module, Opcode, dump_kernel
+from tolk_lint.ir.cfg import cfg_of
 
 O = Opcode
 HERE = Path(__file__).resolve().parent
@@ -588,7 +589,7 @@ END_ridx_s32_0:
     assert k.launch.maxntid == (128,) and k.launch.max_threads == 128 and k.launch.block is None
     assert k.launch.source == ".maxntid"
     assert k.buffers["smem0"].space == "shared" and k.buffers["smem0"].shape == (64,)
-    [loop] = k.cfg().loops
+    [loop] = cfg_of(k).loops
     assert loop.header.name == "LOOP_ridx_s32_0"
     assert loop.ivs and loop.ivs[0].step == 1
     assert of(k, O.ADDR)[0].attrs["buffer"] == "smem0"
@@ -650,7 +651,7 @@ def test_predicated_ops_get_their_own_block():
         ("sync", 0, None, True),
         ("sync", 1, 64, True),
     ]
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     guarded = bars[0].block
     [br] = cfg.control_deps(guarded)
     t = br.terminator
@@ -981,7 +982,7 @@ $L__BB0_3:
     k = kernel(m)
     check_ssa(k)
     dump = dump_kernel(k)
-    cfg = k.cfg()
+    cfg = cfg_of(k)
     [loop] = cfg.loops
     assert loop.header.name == "$L__BB0_1"
     [iv] = loop.ivs

@@ -14,6 +14,7 @@ import pytest
 
 from tolk_lint.frontends.python import parse_python
 from tolk_lint.ir import Kernel, Module, Opcode, dump_kernel
+from tolk_lint.ir.cfg import cfg_of
 
 ACCEPTANCE = Path(__file__).resolve().parents[2] / "shared" / "acceptance"
 
@@ -79,7 +80,7 @@ def test_acceptance_lowers_cleanly(path: Path) -> None:
     assert sum(len(ops(k, Opcode.BARRIER)) for k in mod.kernels) == text.count("syncthreads()")
     for k in mod.kernels:
         dump_kernel(k)  # printable
-        for lp in k.cfg().loops:
+        for lp in cfg_of(k).loops:
             assert lp.exits, f"{k.name}: loop at {lp.header.name} has no exit"
 
 
@@ -89,7 +90,7 @@ def test_acceptance_sgemm_ir() -> None:
     k = kernel(parse_python(path.read_text(), str(path)))
     assert k.buffers["sA"].shape == (16, 16) and k.buffers["sA"].space == "shared"
     assert k.buffers["sA"].dtype == "f32" and k.buffers["sA"].bytes == 1024
-    loops = k.cfg().loops
+    loops = cfg_of(k).loops
     outer = next(lp for lp in loops if lp.depth == 1)
     (iv,) = outer.ivs
     assert iv.step == 16 and const_of(iv.start) == 0
@@ -109,7 +110,7 @@ def test_acceptance_host_decode_ir() -> None:
     cvts = [i for i in ops(k, Opcode.CVT) if i.attrs.get("fn") == "float"]
     assert len(cvts) == 1 and cvts[0].span.line == 17
     assert cvts[0].args[0].defn.op is Opcode.LOAD and cvts[0].args[0].defn.attrs["buffer"] == "Bq"
-    loops = k.cfg().loops
+    loops = cfg_of(k).loops
     assert sorted(const_of(lp.exits[0].bound) for lp in loops) == [64, 128, 256]
 
 
@@ -415,7 +416,7 @@ def test_sync_warp_and_atomic_vocabulary() -> None:
     # any_sync is the right operand of `and`: it runs under the short-circuit branch
     assert sorted(i.attrs["mode"] for i in ops(k, Opcode.VOTE)) == ["all", "any", "ballot", "uni"]
     (vote_any,) = [i for i in ops(k, Opcode.VOTE) if i.attrs["mode"] == "any"]
-    assert k.cfg().control_deps(vote_any.block)
+    assert cfg_of(k).control_deps(vote_any.block)
     assert [i.attrs["mode"] for i in ops(k, Opcode.MATCH)] == ["any", "all"]
     bars = ops(k, Opcode.BARRIER)
     assert [(i.attrs["kind"], i.attrs.get("op")) for i in bars] == [
@@ -534,7 +535,7 @@ def test_range_loops_are_canonical() -> None:
         """
     )
     k = kernel(mod)
-    loops = sorted(k.cfg().loops, key=lambda lp: lp.header.id)
+    loops = sorted(cfg_of(k).loops, key=lambda lp: lp.header.id)
     assert len(loops) == 4
     n = k.param("n").value
     (iv0,), (ex0,) = loops[0].ivs, loops[0].exits
@@ -579,7 +580,7 @@ def test_while_break_continue_else() -> None:
     )
     assert codes(mod) == []
     k = kernel(mod)
-    loops = k.cfg().loops
+    loops = cfg_of(k).loops
     assert len(loops) == 2
     wl = next(lp for lp in loops if not lp.ivs)
     assert len(wl.exits) == 2  # the test, and the break
@@ -591,7 +592,7 @@ def test_while_break_continue_else() -> None:
     assert len(latch.preds) == 2
     # the else block stores a[0] only when the loop ran out
     st = next(s for s in ops(k, Opcode.STORE) if s.span.line == 19)
-    assert st.block in k.cfg().loops[0].exit_blocks or st.block.preds[0] in (fl.header,)
+    assert st.block in cfg_of(k).loops[0].exit_blocks or st.block.preds[0] in (fl.header,)
 
 
 def test_early_return_and_divergent_barrier_structure() -> None:
@@ -612,7 +613,7 @@ def test_early_return_and_divergent_barrier_structure() -> None:
     rets = ops(k, Opcode.RET)
     assert [r.span.line for r in rets] == [8, 10]
     (bar,) = ops(k, Opcode.BARRIER)
-    (dep,) = k.cfg().control_deps(bar.block)
+    (dep,) = cfg_of(k).control_deps(bar.block)
     cond = dep.terminator.args[0].defn
     assert cond.op is Opcode.CMP and cond.attrs["cmp"] == "ge"
 
@@ -638,7 +639,7 @@ def test_short_circuit_and_conditional_expressions() -> None:
     k = kernel(mod)
     first_load = next(iter(ops(k, Opcode.LOAD)))
     # the load of a[t] runs only where t < n: it is control dependent on that branch
-    (dep,) = k.cfg().control_deps(first_load.block)
+    (dep,) = cfg_of(k).control_deps(first_load.block)
     assert dep.terminator.args[0].defn.attrs["cmp"] == "lt"
     # pure operands: one AND/OR of comparisons, one branch
     ands = [i for i in ops(k, Opcode.AND) if i.span.line == 9]
@@ -738,7 +739,7 @@ def test_device_function_inlined_with_origins() -> None:
     assert [(o.path, o.line) for o in chain] == [("dev.py", 7), ("dev.py", 13), ("dev.py", 22)]
     assert bar.origin.outermost().line == 22 and bar.origin.outermost().column == 16
     # the barrier in the inlined function is under the kernel's `t < n`
-    deps = k.cfg().control_deps(bar.block)
+    deps = cfg_of(k).control_deps(bar.block)
     assert any(d.terminator.args[0].defn.attrs.get("cmp") == "lt" for d in deps)
     # code of the kernel itself has no origin
     assert all(i.origin is None for i in k.instrs() if i.span is not None and i.span.line >= 17)
@@ -922,7 +923,7 @@ def test_host_kernel_local_arrays() -> None:
         "f32",
     )
     assert (k.buffers["acc"].shape, k.buffers["acc"].dtype) == ((2, 32), "f64")
-    (lp,) = k.cfg().loops
+    (lp,) = cfg_of(k).loops
     assert lp.ivs and const_of(lp.exits[0].bound) == 32
 
 
@@ -942,7 +943,7 @@ def test_unknown_iteration_is_an_opaque_loop() -> None:
     ds = only_tl002(mod)
     assert len(ds) == 1 and ds[0].span.line == 6
     k = kernel(mod)
-    assert len(k.cfg().loops) == 1  # the tuple loop is unrolled
+    assert len(cfg_of(k).loops) == 1  # the tuple loop is unrolled
     assert [const_of(s.attrs["index"][0]) for s in ops(k, Opcode.STORE)] == [1, 2, 4]
 
 
@@ -959,7 +960,7 @@ def test_long_constant_tuple_loop_reads_a_const_table() -> None:
     )
     assert codes(mod) == []
     k = kernel(mod)
-    (lp,) = k.cfg().loops
+    (lp,) = cfg_of(k).loops
     assert lp.ivs and const_of(lp.exits[0].bound) == 20
     (table,) = [b for b in k.buffers.values() if b.space == "const"]
     assert table.shape == (20,) and table.init[:5] == [16, 8, 4, 2, 1]

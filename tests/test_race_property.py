@@ -52,6 +52,7 @@ def _observed(results) -> set[tuple[str, frozenset]]:
 def _check_seeds(seeds: list[int]) -> dict:
     """Worker: generate, run, analyse. Returns counts and the misses."""
     from kernelgen import generate
+
     from tolk_lint.analysis import memory, smt
     from tolk_lint.config import resolve_settings
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tolk_lint.catalog import all_rules
 from tolk_lint.config import DEFAULT_SETTINGS, resolve_settings
 from tolk_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related, Severity
 from tolk_lint.engine import LintResult
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.outputs.sarif import render, sarif_log
-from tolk_lint.registry import all_rules
 from tolk_lint.testing import FixtureError, language_of, parse_expectations
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

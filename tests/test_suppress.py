@@ -6,11 +6,11 @@ import os
 
 import pytest
 
+from tolk_lint.catalog import rule_by_code
 from tolk_lint.config import DEFAULT_SETTINGS, resolve_settings
 from tolk_lint.diagnostics import Diagnostic, Severity
 from tolk_lint.engine import lint_text
 from tolk_lint.ir.nodes import Module, Origin, Span
-from tolk_lint.registry import rule_by_code
 from tolk_lint.suppress import (
     apply_suppressions,
     file_noqa,

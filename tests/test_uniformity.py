@@ -145,7 +145,7 @@ def _walk_reaches(mo, x, y) -> bool:
 def test_barrier_free_reach_bitsets_agree_with_the_walk():
     """`MemoryOrder.unordered_sets` (two bit-set dataflows) answers exactly
     what a CFG walk per pair does, both ways."""
-    from tolk_lint.analysis.uniform import MemoryOrder, is_write
+    from tolk_lint.analysis.buffers import MemoryOrder, is_write
     from tolk_lint.ir.opcodes import Opcode
 
     checked = 0
@@ -220,7 +220,7 @@ def test_warp_level_reuses_the_workgroup_taint_only_when_the_seeds_agree():
 def test_reasons_are_written_when_read():
     """A reason given as (function, arguments) is formatted on first read,
     and compares like the text it stands for."""
-    from tolk_lint.analysis.uniform import Reason
+    from tolk_lint.analysis.uniformity_info import Reason
 
     calls = []
 

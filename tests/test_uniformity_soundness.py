@@ -20,12 +20,12 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from kernelgen import generate
+
 from tolk_lint.analysis.uniform import placements, uniformity
 from tolk_lint.config import DEFAULT_SETTINGS
 from tolk_lint.ir.interp import NotSupported
 from tolk_lint.ir.nodes import Module
-
-from kernelgen import generate
 
 N_KERNELS = int(os.environ.get("SOUNDNESS_KERNELS", "2000"))
 

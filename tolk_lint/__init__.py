@@ -10,7 +10,9 @@ and reported through `tolk_lint.outputs`, the CLI and the language server.
     for d in result.diagnostics: print(d.code, d.message)
 """
 
-__version__ = "0.1.0"
+from tolk_lint.version import __version__
+
+__all__ = ["__version__", "lint_file", "lint_text"]
 
 
 def lint_text(text, path, settings=None):

@@ -29,12 +29,14 @@ import hashlib
 import json
 import os
 import tempfile
-from functools import lru_cache
 from typing import Any
 
 from tolk_lint.config import Settings
 from tolk_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related, Severity
+from tolk_lint.engine import MAX_FILE_BYTES, LintResult, decode, lint_file, lint_text
+from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Origin, Span
+from tolk_lint.suppress import origin_dependencies
 
 CACHE_DIR_NAME = ".tolk_lint_cache"
 FORMAT = 1
@@ -119,30 +121,6 @@ def diagnostic_from_json(v: dict[str, Any]) -> Diagnostic:
         fix=fix_from_json(v.get("fix")),
         name=v.get("name", ""),
     )
-
-
-# ---------------------------------------------------------------- the tool's identity
-
-
-@lru_cache(maxsize=1)
-def tool_fingerprint() -> str:
-    """The version, plus the mtimes and sizes of the package's own sources
-    (``tolk_lint`` and its rules), so a source checkout's edits count."""
-    import tolk_lint
-    import tolk_lint.rules
-
-    h = hashlib.sha256(tolk_lint.__version__.encode())
-    roots = [os.path.dirname(tolk_lint.__file__)] + list(getattr(tolk_lint.rules, "__path__", []))
-    for root in roots:
-        for dirpath, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for f in sorted(files):
-                if f.endswith((".py", ".lark")):
-                    st = os.stat(os.path.join(dirpath, f))
-                    h.update(
-                        f"{os.path.relpath(os.path.join(dirpath, f), root)}:{st.st_mtime_ns}:{st.st_size}".encode()
-                    )
-    return h.hexdigest()[:16]
 
 
 def _sha(data: bytes) -> str:
@@ -233,8 +211,6 @@ def lint_cached(path: str, settings: Settings, cache: Cache | None):
     """`tolk_lint.engine.lint_file`, answered from ``cache`` when it can be.
 
     Returns ``(LintResult, hit)``. A hit has ``module=None``."""
-    from tolk_lint.engine import MAX_FILE_BYTES, LintResult, decode, lint_file, lint_text
-    from tolk_lint.suppress import origin_dependencies
 
     if cache is None:
         return lint_file(path, settings), False

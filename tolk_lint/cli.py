@@ -404,7 +404,7 @@ def _dump(files, resolver: SettingsResolver, what: str) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Print every rule's full documentation.")
 def rules_cmd(show_all: bool) -> None:
     """The rule catalog."""
-    from tolk_lint.registry import all_rules
+    from tolk_lint.catalog import all_rules
 
     for r in all_rules():
         if show_all:
@@ -418,7 +418,7 @@ def rules_cmd(show_all: bool) -> None:
 @click.argument("code")
 def rule_cmd(code: str) -> None:
     """A rule's documentation."""
-    from tolk_lint.registry import rule_by_code
+    from tolk_lint.catalog import rule_by_code
 
     r = rule_by_code(code)
     if r is None:

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 
 from tolk_lint.config import DEFAULT_SETTINGS, Settings
 from tolk_lint.diagnostics import Diagnostic, Severity
+from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Kernel, Module, Span
 from tolk_lint.ir.opcodes import Opcode
-from tolk_lint.registry import RuleContext, iter_rules, selected
+from tolk_lint.registry import RuleContext, selected
+from tolk_lint.suppress import apply_suppressions
 from tolk_lint.target import DEFAULT_TARGET, Target, parse_target
 
 log = logging.getLogger("tolk_lint")
@@ -126,6 +128,8 @@ def check_module(
     With ``kernel_cache``, a kernel whose text, position and surroundings did
     not change since a lint that stored it reuses its findings (see
     `KernelCache`)."""
+    from tolk_lint.catalog import iter_rules  # the rules import the analyses: only when linting
+
     out: list[Diagnostic] = list(module.diagnostics)
     rules = [r() for r in iter_rules(settings.effective_select, settings.ignore) if not r.engine_rule]
     keys = kernel_cache.keys(module, settings) if kernel_cache is not None else {}
@@ -215,8 +219,6 @@ class KernelCache:
             return {}
         if not units:
             return {}
-        from tolk_lint.cache import tool_fingerprint
-
         base = hashlib.sha256()
         for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
                      str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
@@ -464,7 +466,6 @@ def _lint_text(
         return LintResult(path, None, [d])
     prepare(module, settings)
     diags = check_module(module, settings, kernel_cache)
-    from tolk_lint.suppress import apply_suppressions
 
     kept, suppressed = apply_suppressions(diags, module, settings)
     kept = [d for d in kept if selected(d.code, settings.effective_select, settings.ignore)]

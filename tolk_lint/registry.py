@@ -8,7 +8,8 @@ and LSP hover all print. Its ``VALID`` and ``INVALID`` examples are complete
 little files whose ``expect:`` comments the tests check, so the docs can never
 drift from the behaviour (Fixit's idea, with our fixture syntax).
 
-``rules/__init__.py`` lists every rule in code order: one explicit registry.
+``rules/__init__.py`` lists every rule in code order: one explicit registry,
+which `tolk_lint.catalog` reads.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 from tolk_lint.diagnostics import Diagnostic, Fix, Related, Severity
 from tolk_lint.ir.nodes import Instr, Kernel, Module, Origin, Span
@@ -149,19 +150,6 @@ class Rule:
         )
 
 
-def all_rules() -> list[type[Rule]]:
-    from tolk_lint.rules import ALL_RULES
-
-    return list(ALL_RULES)
-
-
-def rule_by_code(code: str) -> type[Rule] | None:
-    for r in all_rules():
-        if r.code == code.upper() or r.name == code.lower():
-            return r
-    return None
-
-
 def matches(code: str, prefixes: Iterable[str]) -> bool:
     return any(code.startswith(p) for p in prefixes)
 
@@ -173,9 +161,3 @@ def selected(code: str, select: Iterable[str] | None, ignore: Iterable[str] | No
     best_sel = max((len(p) for p in sel if code.startswith(p)), default=-1)
     best_ign = max((len(p) for p in ign if code.startswith(p)), default=-1)
     return best_sel >= 0 and best_sel > best_ign
-
-
-def iter_rules(select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> Iterator[type[Rule]]:
-    for r in all_rules():
-        if selected(r.code, select, ignore):
-            yield r

@@ -233,7 +233,7 @@ def origin_dependencies(module: Module) -> list[str]:
 
 
 def _known_prefix(code: str) -> bool:
-    from tolk_lint.registry import all_rules
+    from tolk_lint.catalog import all_rules
 
     return any(r.code.startswith(code) for r in all_rules())
 
@@ -246,7 +246,7 @@ def unused_noqa(
     settings: Settings,
     ignored_here: tuple[str, ...] = (),
 ) -> list[Diagnostic]:
-    from tolk_lint.registry import all_rules
+    from tolk_lint.catalog import all_rules
 
     out = []
     for line, n in sorted(noqas.items()):

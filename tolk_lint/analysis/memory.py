@@ -99,8 +99,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from tolk_lint.analysis import smt
-from tolk_lint.analysis.uniform import MemoryOrder, barrier_functions, is_barrier
-from tolk_lint.ir.cfg import Loop
+from tolk_lint.analysis.buffers import MemoryOrder, is_barrier
+from tolk_lint.analysis.uniform import barrier_functions
+from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Buffer, Instr, Kernel, Module, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
@@ -396,7 +397,7 @@ class Phases:
 
     def __init__(self, kernel: Kernel, module: Module | None, accesses: list[Access]):
         self.k = kernel
-        self.cfg = kernel.cfg()
+        self.cfg = cfg_of(kernel)
         self.by_instr = {a.instr: a for a in accesses}
         self.holders = barrier_functions(module) if module is not None else set()
         self._phase_cache: dict[tuple, dict] = {}
@@ -1290,7 +1291,7 @@ class MemoryFacts:
         self.module = module
         self.settings = settings
         self.target = target
-        self.cfg = kernel.cfg()
+        self.cfg = cfg_of(kernel)
         self.canon = _Canon(kernel)
         self.accesses = collect_accesses(kernel, self.canon)
         self.shared = [a for a in self.accesses if a.space == "shared"]
@@ -3274,7 +3275,7 @@ def _geometric(kernel: Kernel, canon: _Canon) -> dict:
     """Header PHIs multiplied or divided by a power of two each trip:
     phi -> (start, "left"/"right", bits per trip, "logical"/"arith"/"trunc")."""
     out = {}
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     for lp in cfg.loops:
         ivs = {iv.phi for iv in lp.ivs}
         for phi in lp.header.phis():
@@ -3321,7 +3322,7 @@ def _period(kernel: Kernel, cap: int = 48) -> int:
     """The trip period the concrete pass enumerates: the lcm of the small
     masks, moduli and shifts the kernel applies (``k & 1``, ``k % 3``)."""
     cands = set()
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     dep: set[Value] = set()  # values that depend on a loop's trip
     for lp in cfg.loops:
         for phi in lp.header.phis():

@@ -47,12 +47,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tolk_lint.ir.cfg import Loop
+from tolk_lint.analysis.buffers import mem_root, space_of
+from tolk_lint.analysis.uniformity_info import Proof
+from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
-    from tolk_lint.analysis.uniform import Proof, UniformityInfo
+    from tolk_lint.analysis.uniformity_info import UniformityInfo
 
 log = logging.getLogger("tolk_lint.smt")
 O = Opcode
@@ -110,7 +112,7 @@ class Encoder:
         self.k = kernel
         self.info = info
         self.level = level
-        self.cfg = kernel.cfg()
+        self.cfg = cfg_of(kernel)
         self.python = kernel.language == "python"
         self.memo: dict[tuple, Any] = {}
         self.constraints: list[Any] = []
@@ -405,7 +407,6 @@ class Encoder:
         facts = self.k._cache.get("uniform_facts")
         if facts is None or ld.attrs.get("volatile") or facts.load_seed(ld) is not None:
             return False
-        from tolk_lint.analysis.uniform import mem_root, space_of
 
         if space_of(ld) in ("local", "reg", "generic"):
             if self.info is None:
@@ -921,7 +922,6 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
 
 
 def _proof(verdict: Verdict, enc: Encoder, detail: str = "") -> Proof:
-    from tolk_lint.analysis.uniform import Proof
 
     if verdict.status == "unsat":
         return Proof("uniform", None, detail)
@@ -958,15 +958,13 @@ def value_uniform(kernel: Kernel, value: Value, at: Instr, info: UniformityInfo,
         a, b = enc.enc(value, 0), enc.enc(value, 1)
         if _syntactically_shared(enc, a) and _syntactically_shared(enc, b) and a.eq(b):
             STATS["syntactic"] += 1
-            from tolk_lint.analysis.uniform import Proof
-
+        
             return Proof("uniform", None, "same expression in every thread")
         goal = a != b
         return _proof(solve(enc, goal, rlimit), enc)
     except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
         log.debug("smt: value query failed: %r", e, exc_info=True)
-        from tolk_lint.analysis.uniform import Proof
-
+    
         return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
 
 
@@ -979,11 +977,10 @@ def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: st
     With ``k`` a trip both reach (``k = 0``, or neither left at ``k - 1``),
     ask whether some exit's decision at ``k`` differs between them. Exits
     not on every trip's path carry their path condition from the header."""
-    from tolk_lint.analysis.uniform import Proof
 
     try:
         z3 = z3mod()
-        cfg = kernel.cfg()
+        cfg = cfg_of(kernel)
         enc = Encoder(kernel, info, level, point=lp.header)
         _assume(enc)
         if lp.parent is not None:

@@ -74,6 +74,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tolk_lint.ir.cfg import cfg_of
 from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, type_bits
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.target import KIB, Target, parse_target
@@ -663,7 +664,7 @@ class IndexEval:
 
     def __init__(self, kernel: Kernel, block: tuple[int, int, int] | None):
         self.kernel = kernel
-        self.cfg = kernel.cfg()
+        self.cfg = cfg_of(kernel)
         self.block = block
         self.atoms: dict[str, Atom] = {}
         self.memo: dict[Value, Poly] = {}
@@ -1658,7 +1659,7 @@ def _reduces_across_threads(kernel: Kernel) -> Instr | None:
 
 
 def _sum_loop(kernel: Kernel, ins: Instr) -> Loop | None:
-    return kernel.cfg().loop_of(ins.block) if ins.block is not None else None
+    return cfg_of(kernel).loop_of(ins.block) if ins.block is not None else None
 
 
 def _trace_leaves(v: Value, loop: Loop | None, gates: list[Instr], seen: set[Value] | None = None) -> list[tuple[Instr, int]]:
@@ -1800,7 +1801,7 @@ def _mma_dtype(ins: Instr, operand: str, leaves: list[Leaf]) -> str:
 def _sums_of_products(kernel: Kernel) -> list[tuple[Instr, Loop, list[Value]]]:
     """``acc = acc + x * y`` (or ``mad x y acc``) where ``acc`` is carried
     around the innermost loop holding the add: (the add, the loop, [x, y])."""
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     out = []
     for ins in kernel.instrs():
         if ins.op not in (O.ADD, O.MAD) or ins.block is None:
@@ -2171,7 +2172,7 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
     from tolk_lint.config import DEFAULT_SETTINGS
 
     settings = settings or DEFAULT_SETTINGS
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     if not cfg.loops:
         return []
     block, _ = launch_block(kernel)
@@ -2409,7 +2410,7 @@ def decodes(kernel: Kernel, target: Target, settings: Settings | None = None) ->
     settings = settings or DEFAULT_SETTINGS
     if not target.is_host:
         return []
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     ev = IndexEval(kernel, None)
     out: list[DecodeVerdict] = []
     sums = _sums_of_products(kernel)

@@ -55,13 +55,21 @@ Divergence on Reducible Control Flow Graphs", POPL 2021.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from tolk_lint.ir.cfg import CFG, Loop
+from tolk_lint.analysis.buffers import (
+    MemoryOrder,
+    _lowest_bit,
+    _roots_may_alias,
+    is_barrier,
+    mem_root,
+    space_of,
+)
+from tolk_lint.analysis.uniformity_info import Proof, Reason, UniformityInfo
+from tolk_lint.ir.cfg import CFG, Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Module, Value
 from tolk_lint.ir.opcodes import (
     DIVERGENCE_SOURCES,
@@ -79,298 +87,6 @@ O = Opcode
 LEVELS = ("workgroup", "warp")
 
 
-class Reason:
-    """Why a value varies: one step of the chain. ``source`` is the value (or
-    None) this step inherits from; ``instr`` where it happens.
-
-    ``message`` may be given as ``(function, *arguments)`` and is then written
-    when first read: the propagation marks tens of thousands of values in a
-    large kernel, and only the few chains a diagnostic cites are ever read."""
-
-    __slots__ = ("_message", "instr", "source")
-
-    def __init__(self, message: str | tuple, instr: Instr | None = None, source: Value | None = None):
-        self._message = message
-        self.instr = instr
-        self.source = source
-
-    @property
-    def message(self) -> str:
-        m = self._message
-        if not isinstance(m, str):
-            m = self._message = m[0](*m[1:])
-        return m
-
-    def _key(self) -> tuple:
-        return (self.message, self.instr, self.source)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Reason) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"Reason({self.message!r}, {self.instr!r}, {self.source!r})"
-
-
-@dataclass
-class Proof:
-    """What Z3 said about a value: ``verdict`` is ``uniform``, ``varying`` or
-    ``unknown``; ``witness`` a model when varying."""
-
-    verdict: str
-    witness: dict | None = None
-    detail: str = ""
-
-
-# ---------------------------------------------------------------------------
-# Memory facts the seeds need: which buffer an address points into, which
-# buffers the kernel writes, and which shared loads a barrier orders after
-# every write.
-
-
-def address_root(v: Value, depth: int = 64) -> tuple[str, str] | None:
-    """The buffer an address points into: ``("buffer", name)`` for a named
-    buffer (ADDR), ``("param", name)`` for memory reached through a pointer
-    parameter, or None when it cannot be told."""
-    seen = 0
-    while v is not None and seen < depth:
-        seen += 1
-        d = v.defn
-        if d is None:
-            return None
-        if d.op is O.ADDR:
-            return ("buffer", d.attrs.get("buffer"))
-        if d.op is O.PARAM:
-            return ("param", d.attrs.get("name"))
-        if d.op in (O.ADD, O.SUB) and d.args:
-            # the pointer is the operand that is itself an address
-            cands = [a for a in d.args if _is_pointerish(a)]
-            v = cands[0] if len(cands) == 1 else (d.args[0] if d.op is O.SUB else None)
-            if v is None:
-                return None
-            continue
-        if d.op is O.MAD and len(d.args) == 3:
-            v = d.args[2]
-            continue
-        if d.op is O.CVT and d.args:
-            v = d.args[0]
-            continue
-        return None
-    return None
-
-
-def _is_pointerish(v: Value, depth: int = 32) -> bool:
-    for _ in range(depth):
-        d = v.defn
-        if d is None:
-            return False
-        if d.op in (O.ADDR, O.PARAM):
-            return d.op is O.ADDR or v.type in ("b64", "u64", "s64", "ptr")
-        if d.op is O.CVT and d.args:
-            v = d.args[0]
-            continue
-        if d.op in (O.ADD, O.SUB) and d.args:
-            return any(_is_pointerish(a, 8) for a in d.args[:1]) or (
-                d.op is O.ADD and any(_is_pointerish(a, 8) for a in d.args[1:])
-            )
-        if d.op is O.MAD and len(d.args) == 3:
-            v = d.args[2]
-            continue
-        return False
-    return False
-
-
-def mem_root(ins: Instr) -> tuple[str, str] | None:
-    """The buffer a memory instruction touches (its first address operand)."""
-    name = ins.attrs.get("buffer")
-    if isinstance(name, str) and name:
-        k = ins.block.kernel if ins.block else None
-        if k is not None and k.param(name) is not None:
-            return ("param", name)
-        return ("buffer", name)
-    if ins.args:
-        return address_root(ins.args[0])
-    return None
-
-
-def space_of(ins: Instr) -> str:
-    sp = ins.attrs.get("space")
-    if sp:
-        return sp
-    if ins.op in (O.CP_ASYNC,):
-        return "shared"
-    return "generic"
-
-
-def is_write(ins: Instr) -> bool:
-    return ins.op in MEMORY_WRITES or ins.op is O.OPAQUE or (ins.op is O.CALL)
-
-
-def is_barrier(ins: Instr) -> bool:
-    return ins.op is O.BARRIER and ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
-
-
-class MemoryOrder:
-    """Which shared-memory writes a barrier orders before which loads.
-
-    A write W and a load R are unordered when some path runs from W to R (or
-    from R to W) with no barrier on it, across loop back edges too: trip k's
-    write against trip k+1's read. Per list of writes, one forward and one
-    backward bit-set dataflow over the blocks (`unordered_sets`) answers
-    that for every write at once; positions and each block's barrier
-    indices are computed once."""
-
-    def __init__(self, kernel: Kernel):
-        self.kernel = kernel
-        self._flows: dict[int, tuple] = {}
-        self.pos: dict[Instr, int] = {}
-        self.barriers: dict[Block, list[int]] = {}
-        for b in kernel.blocks:
-            idx = []
-            for i, ins in enumerate(b.instrs):
-                self.pos[ins] = i
-                if is_barrier(ins):
-                    idx.append(i)
-            self.barriers[b] = idx
-
-    def unordered_sets(self, r: Instr, writes: list[Instr]) -> tuple[int, int]:
-        """``(before, after)``: bit i of ``before`` is set when ``writes[i]``
-        reaches ``r`` on a path with no barrier,
-        of ``after`` when ``r`` reaches ``writes[i]`` so. One forward and one
-        backward bit-set dataflow per list of writes, so a load costs two
-        lookups instead of a question per write."""
-        flow = self._flows.get(id(writes))
-        if flow is None or flow[0] is not writes:
-            flow = self._flows[id(writes)] = (writes, *self._flow(writes))
-        _w, into, out_of, bits_in = flow
-        b, i = r.block, self.pos[r]
-        idx = self.barriers[b]
-        k = bisect.bisect_right(idx, i)
-        lo = idx[k - 1] if k else -1  # the last barrier before r
-        hi = idx[k] if k < len(idx) else len(b.instrs)  # the first one after it
-        before = after = 0
-        for j, bit in bits_in.get(b, ()):
-            if lo < j < i:
-                before |= bit
-            elif i < j < hi:
-                after |= bit
-        if lo < 0:
-            before |= into[b]
-        if hi == len(b.instrs):
-            after |= out_of[b]
-        return before, after
-
-    def _flow(self, writes: list[Instr]):
-        """Per block: the writes that reach its entry with no barrier on the
-        way (forward), and those its exit reaches so (backward)."""
-        bits_in: dict[Block, list[tuple[int, int]]] = {}
-        for n, w in enumerate(writes):
-            bits_in.setdefault(w.block, []).append((self.pos[w], 1 << n))
-        blocks = self.kernel.blocks
-        preds: dict[Block, list[Block]] = {b: [] for b in blocks}
-        for b in blocks:
-            for s in b.succs:
-                preds.setdefault(s, []).append(b)
-        tail: dict[Block, int] = {}  # writes after the block's last barrier
-        head: dict[Block, int] = {}  # writes before its first barrier
-        for b in blocks:
-            idx = self.barriers[b]
-            t = h = 0
-            for j, bit in bits_in.get(b, ()):
-                if not idx or j > idx[-1]:
-                    t |= bit
-                if not idx or j < idx[0]:
-                    h |= bit
-            tail[b], head[b] = t, h
-
-        def solve(edges_in, gen):
-            val = {b: 0 for b in blocks}
-            changed = True
-            while changed:
-                changed = False
-                for b in blocks:
-                    new = 0
-                    for p in edges_in(b):
-                        new |= gen[p] | (val[p] if not self.barriers[p] else 0)
-                    if new != val[b]:
-                        val[b] = new
-                        changed = True
-            return val
-
-        into = solve(lambda b: preds.get(b, ()), tail)
-        out_of = solve(lambda b: b.succs, head)
-        return into, out_of, bits_in
-
-
-def _lowest_bit(x: int) -> int:
-    return (x & -x).bit_length() - 1
-
-
-def _roots_may_alias(a: tuple[str, str] | None, b: tuple[str, str] | None) -> bool:
-    return a is None or b is None or a == b
-
-
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class UniformityInfo:
-    """The query API over one kernel (LLVM's GenericUniformityInfo)."""
-
-    kernel: Kernel
-    module: Module | None
-    level: str
-    varying: set[Value] = field(default_factory=set)
-    divergent_branches: set[Block] = field(default_factory=set)  # blocks whose BRANCH diverges
-    divergent_loops: set[Loop] = field(default_factory=set)  # loops whose trips may differ
-    varying_buffers: set[tuple[str, str] | None] = field(default_factory=set)
-    reasons: dict[Value, Reason] = field(default_factory=dict)
-    branch_reasons: dict[Block, Reason] = field(default_factory=dict)
-    loop_reasons: dict[Loop, Reason] = field(default_factory=dict)
-    proofs: dict[Value, Proof] = field(default_factory=dict)  # Z3 verdicts on conditions
-    loop_proofs: dict[Loop, Proof] = field(default_factory=dict)
-    forced_uniform: set[Value] = field(default_factory=set)
-    proved_values: set[Value] = field(default_factory=set)  # branch conditions Z3 proved uniform
-    uniform_loops: set[Loop] = field(default_factory=set)  # proved by Z3
-    z3_queries: int = 0
-    z3_proved: int = 0
-
-    def copy(self, level: str) -> UniformityInfo:
-        """An independent copy of the taint, told it is for ``level``."""
-        return UniformityInfo(
-            self.kernel, self.module, level, set(self.varying), set(self.divergent_branches),
-            set(self.divergent_loops), set(self.varying_buffers), dict(self.reasons),
-            dict(self.branch_reasons), dict(self.loop_reasons), dict(self.proofs), dict(self.loop_proofs),
-            set(self.forced_uniform), set(self.proved_values), set(self.uniform_loops),
-            self.z3_queries, self.z3_proved,
-        )  # fmt: skip
-
-    # -- queries -------------------------------------------------------------
-    def is_uniform(self, v: Value) -> bool:
-        return v not in self.varying
-
-    def is_varying(self, v: Value) -> bool:
-        return v in self.varying
-
-    def is_divergent_branch(self, block: Block) -> bool:
-        return block in self.divergent_branches
-
-    def is_divergent_loop(self, loop: Loop) -> bool:
-        return loop in self.divergent_loops
-
-    def why(self, v: Value, limit: int = 12) -> list[Reason]:
-        """The chain of reasons ``v`` varies, from ``v`` down to its root."""
-        out: list[Reason] = []
-        seen: set[Value] = set()
-        while v is not None and v in self.reasons and v not in seen and len(out) < limit:
-            seen.add(v)
-            r = self.reasons[v]
-            out.append(r)
-            v = r.source
-        return out
-
 
 class _Propagator:
     """The worklist: one run from the seeds to the fixpoint, given the values
@@ -380,7 +96,7 @@ class _Propagator:
                  memory: MemoryOrder, facts: _KernelFacts):  # fmt: skip
         self.k = kernel
         self.level = level
-        self.cfg: CFG = kernel.cfg()
+        self.cfg: CFG = cfg_of(kernel)
         self.forced = forced
         self.uniform_loops = uniform_loops
         self.memory = memory
@@ -657,7 +373,7 @@ class _KernelFacts:
     def controlled(self, branch_block: Block) -> list[Block]:
         """Blocks whose execution ``branch_block``'s branch decides, transitively."""
         if self._controlled is None:
-            cfg = self.k.cfg()
+            cfg = cfg_of(self.k)
             direct: dict[Block, list[Block]] = {}
             for b in cfg.rpo:
                 for d in cfg.control_deps(b):
@@ -849,7 +565,7 @@ def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> Uniform
     values in every thread)."""
     from tolk_lint.analysis import smt
 
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     forced: set[Value] = set()
     uniform_loops: set[Loop] = set()
     proofs: dict[Value, Proof] = {}
@@ -1003,7 +719,7 @@ def placements(kernel: Kernel, module: Module | None = None, settings=None) -> l
 
 def _placements(kernel: Kernel, module: Module | None, settings) -> list[Placement]:
     u = kernel.cached("uniformity", lambda k: uniformity(k, module, settings))
-    cfg = kernel.cfg()
+    cfg = cfg_of(kernel)
     out: list[Placement] = []
     for ins in sync_ops(kernel, module):
         if ins.op in (O.SHUFFLE, O.VOTE, O.MATCH, O.REDUX) and ins.attrs.get("sync") is False:

@@ -162,10 +162,17 @@ class Builder:
 
     def _lookup(self, var: str, block: Block, pending: list[tuple[Instr, str]]) -> Value:
         chain: list[Block] = []
+        on_chain: set[Block] = set()
         b = block
         while True:
             v = self._defs[b].get(var)
             if v is not None:
+                break
+            if b in on_chain:
+                # A cycle of blocks each with one predecessor, the next on the
+                # cycle (`$L1: @%p bra $L1;` jumped over): no path from the
+                # entry reaches it, so nothing defines ``var`` there.
+                v = self._undef(var)
                 break
             if b not in self._sealed:
                 phi = self._phi(var, b)
@@ -175,6 +182,7 @@ class Builder:
                 break
             if len(b.preds) == 1:
                 chain.append(b)
+                on_chain.add(b)
                 b = b.preds[0]
                 continue
             if not b.preds:

@@ -352,6 +352,11 @@ class CFG:
         return d.op is Opcode.CONST
 
 
+def cfg_of(kernel: Kernel) -> CFG:
+    """``kernel``'s CFG facts, computed once and cached on the kernel."""
+    return kernel.cached("cfg", CFG)
+
+
 def _step_of(nxt: Value, phi: Value) -> int | None:
     d = nxt.defn
     if d is None or d.op not in (Opcode.ADD, Opcode.SUB) or len(d.args) != 2:

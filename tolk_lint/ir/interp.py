@@ -113,6 +113,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tolk_lint.ir.cfg import cfg_of
 from tolk_lint.ir.nodes import Instr, Kernel, Value, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
@@ -861,7 +862,7 @@ def _compile(kernel: Kernel) -> dict:
             cb.items.append(fall_off)
             cb.instrs.append(None)
     try:
-        loops = kernel.cfg().loops
+        loops = cfg_of(kernel).loops
     except Exception:  # noqa: BLE001 - instance keys are a convenience; run without them
         loops = []
     for lp in loops:

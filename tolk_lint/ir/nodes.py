@@ -14,13 +14,12 @@ nodes, so every analysis and rule works on both languages unchanged.
 
 Nodes compare by identity: two instructions that look alike are still two
 instructions. Structural facts (dominators, loops) live in `ir/cfg.py` and are
-cached on the kernel by `Kernel.cfg()`.
+cached on the kernel by `tolk_lint.ir.cfg.cfg_of`.
 """
 
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -284,14 +283,6 @@ class Kernel:
     def instrs(self) -> Iterator[Instr]:
         for b in self.blocks:
             yield from b.instrs
-
-    def cfg(self):
-        """Dominators, post-dominators, loops and control dependence (cached)."""
-        from tolk_lint.ir.cfg import CFG
-
-        if "cfg" not in self._cache:
-            self._cache["cfg"] = CFG(self)
-        return self._cache["cfg"]
 
     def cached(self, key: str, compute):
         """Per-kernel cache for derived facts (uniformity, memory, ...)."""

@@ -17,6 +17,7 @@ dump reads like the source. Nothing in the dump depends on object ids.
 
 from __future__ import annotations
 
+from tolk_lint.ir.cfg import cfg_of
 from tolk_lint.ir.nodes import Instr, Kernel, Value
 from tolk_lint.ir.opcodes import Opcode
 
@@ -89,7 +90,7 @@ def dump_kernel(k: Kernel, with_loops: bool = True, with_locations: bool = False
                 text = f"{text:<60} ; {loc}"
             lines.append(text)
     if with_loops:
-        cfg = k.cfg()
+        cfg = cfg_of(k)
         if cfg.loops:
             lines.append("loops:")
         for lp in cfg.loops:

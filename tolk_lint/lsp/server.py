@@ -298,8 +298,8 @@ def noqa_code_at(line: str, character: int) -> str | None:
 
 
 def rule_hover(code: str) -> str | None:
+    from tolk_lint.catalog import rule_by_code
     from tolk_lint.outputs import rule_markdown
-    from tolk_lint.registry import rule_by_code
 
     rule = rule_by_code(code)
     return rule_markdown(rule) if rule is not None else None

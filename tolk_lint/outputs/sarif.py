@@ -182,7 +182,7 @@ def result_object(
 def sarif_log(
     results: list[LintResult], show_suppressed: bool = False, root: str | None = None
 ) -> dict[str, Any]:
-    from tolk_lint.registry import all_rules
+    from tolk_lint.catalog import all_rules
 
     root = os.path.abspath(root or repo_root())
     loc = _Locations(root)

@@ -1,0 +1,202 @@
+"""Which buffer a memory instruction touches, and what a barrier orders.
+
+The facts the uniformity seeds and the memory analysis both need, below
+both of them: the buffer an address points into (`address_root`,
+`mem_root`), an access's address space (`space_of`), which instructions
+write memory (`is_write`) or are workgroup barriers (`is_barrier`), and
+which shared-memory writes a barrier orders before which loads
+(`MemoryOrder`).
+
+Imports only the IR.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
+from tolk_lint.ir.opcodes import MEMORY_WRITES, Opcode
+
+O = Opcode
+
+
+def address_root(v: Value, depth: int = 64) -> tuple[str, str] | None:
+    """The buffer an address points into: ``("buffer", name)`` for a named
+    buffer (ADDR), ``("param", name)`` for memory reached through a pointer
+    parameter, or None when it cannot be told."""
+    seen = 0
+    while v is not None and seen < depth:
+        seen += 1
+        d = v.defn
+        if d is None:
+            return None
+        if d.op is O.ADDR:
+            return ("buffer", d.attrs.get("buffer"))
+        if d.op is O.PARAM:
+            return ("param", d.attrs.get("name"))
+        if d.op in (O.ADD, O.SUB) and d.args:
+            # the pointer is the operand that is itself an address
+            cands = [a for a in d.args if _is_pointerish(a)]
+            v = cands[0] if len(cands) == 1 else (d.args[0] if d.op is O.SUB else None)
+            if v is None:
+                return None
+            continue
+        if d.op is O.MAD and len(d.args) == 3:
+            v = d.args[2]
+            continue
+        if d.op is O.CVT and d.args:
+            v = d.args[0]
+            continue
+        return None
+    return None
+
+
+def _is_pointerish(v: Value, depth: int = 32) -> bool:
+    for _ in range(depth):
+        d = v.defn
+        if d is None:
+            return False
+        if d.op in (O.ADDR, O.PARAM):
+            return d.op is O.ADDR or v.type in ("b64", "u64", "s64", "ptr")
+        if d.op is O.CVT and d.args:
+            v = d.args[0]
+            continue
+        if d.op in (O.ADD, O.SUB) and d.args:
+            return any(_is_pointerish(a, 8) for a in d.args[:1]) or (
+                d.op is O.ADD and any(_is_pointerish(a, 8) for a in d.args[1:])
+            )
+        if d.op is O.MAD and len(d.args) == 3:
+            v = d.args[2]
+            continue
+        return False
+    return False
+
+
+def mem_root(ins: Instr) -> tuple[str, str] | None:
+    """The buffer a memory instruction touches (its first address operand)."""
+    name = ins.attrs.get("buffer")
+    if isinstance(name, str) and name:
+        k = ins.block.kernel if ins.block else None
+        if k is not None and k.param(name) is not None:
+            return ("param", name)
+        return ("buffer", name)
+    if ins.args:
+        return address_root(ins.args[0])
+    return None
+
+
+def space_of(ins: Instr) -> str:
+    sp = ins.attrs.get("space")
+    if sp:
+        return sp
+    if ins.op in (O.CP_ASYNC,):
+        return "shared"
+    return "generic"
+
+
+def is_write(ins: Instr) -> bool:
+    return ins.op in MEMORY_WRITES or ins.op is O.OPAQUE or (ins.op is O.CALL)
+
+
+def is_barrier(ins: Instr) -> bool:
+    return ins.op is O.BARRIER and ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
+
+
+class MemoryOrder:
+    """Which shared-memory writes a barrier orders before which loads.
+
+    A write W and a load R are unordered when some path runs from W to R (or
+    from R to W) with no barrier on it, across loop back edges too: trip k's
+    write against trip k+1's read. Per list of writes, one forward and one
+    backward bit-set dataflow over the blocks (`unordered_sets`) answers
+    that for every write at once; positions and each block's barrier
+    indices are computed once."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self._flows: dict[int, tuple] = {}
+        self.pos: dict[Instr, int] = {}
+        self.barriers: dict[Block, list[int]] = {}
+        for b in kernel.blocks:
+            idx = []
+            for i, ins in enumerate(b.instrs):
+                self.pos[ins] = i
+                if is_barrier(ins):
+                    idx.append(i)
+            self.barriers[b] = idx
+
+    def unordered_sets(self, r: Instr, writes: list[Instr]) -> tuple[int, int]:
+        """``(before, after)``: bit i of ``before`` is set when ``writes[i]``
+        reaches ``r`` on a path with no barrier,
+        of ``after`` when ``r`` reaches ``writes[i]`` so. One forward and one
+        backward bit-set dataflow per list of writes, so a load costs two
+        lookups instead of a question per write."""
+        flow = self._flows.get(id(writes))
+        if flow is None or flow[0] is not writes:
+            flow = self._flows[id(writes)] = (writes, *self._flow(writes))
+        _w, into, out_of, bits_in = flow
+        b, i = r.block, self.pos[r]
+        idx = self.barriers[b]
+        k = bisect.bisect_right(idx, i)
+        lo = idx[k - 1] if k else -1  # the last barrier before r
+        hi = idx[k] if k < len(idx) else len(b.instrs)  # the first one after it
+        before = after = 0
+        for j, bit in bits_in.get(b, ()):
+            if lo < j < i:
+                before |= bit
+            elif i < j < hi:
+                after |= bit
+        if lo < 0:
+            before |= into[b]
+        if hi == len(b.instrs):
+            after |= out_of[b]
+        return before, after
+
+    def _flow(self, writes: list[Instr]):
+        """Per block: the writes that reach its entry with no barrier on the
+        way (forward), and those its exit reaches so (backward)."""
+        bits_in: dict[Block, list[tuple[int, int]]] = {}
+        for n, w in enumerate(writes):
+            bits_in.setdefault(w.block, []).append((self.pos[w], 1 << n))
+        blocks = self.kernel.blocks
+        preds: dict[Block, list[Block]] = {b: [] for b in blocks}
+        for b in blocks:
+            for s in b.succs:
+                preds.setdefault(s, []).append(b)
+        tail: dict[Block, int] = {}  # writes after the block's last barrier
+        head: dict[Block, int] = {}  # writes before its first barrier
+        for b in blocks:
+            idx = self.barriers[b]
+            t = h = 0
+            for j, bit in bits_in.get(b, ()):
+                if not idx or j > idx[-1]:
+                    t |= bit
+                if not idx or j < idx[0]:
+                    h |= bit
+            tail[b], head[b] = t, h
+
+        def solve(edges_in, gen):
+            val = {b: 0 for b in blocks}
+            changed = True
+            while changed:
+                changed = False
+                for b in blocks:
+                    new = 0
+                    for p in edges_in(b):
+                        new |= gen[p] | (val[p] if not self.barriers[p] else 0)
+                    if new != val[b]:
+                        val[b] = new
+                        changed = True
+            return val
+
+        into = solve(lambda b: preds.get(b, ()), tail)
+        out_of = solve(lambda b: b.succs, head)
+        return into, out_of, bits_in
+
+
+def _lowest_bit(x: int) -> int:
+    return (x & -x).bit_length() - 1
+
+
+def _roots_may_alias(a: tuple[str, str] | None, b: tuple[str, str] | None) -> bool:
+    return a is None or b is None or a == b
