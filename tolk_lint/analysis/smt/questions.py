@@ -1,0 +1,200 @@
+"""The questions the uniformity analysis asks: can a value differ between
+two threads (`value_uniform`), can two threads leave a loop at different
+trips (`loop_trips_uniform`), does a collective's constant mask name exactly
+the lanes that reach it (`mask_matches_branch`); and `witness_of`, the
+model as two threads and inputs a person can read."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from tolk_lint.analysis.smt.encoder import Encoder
+from tolk_lint.analysis.smt.solver import DEFAULT_RLIMIT, STATS, Verdict, solve, z3mod
+from tolk_lint.analysis.uniformity_info import Proof
+from tolk_lint.ir.cfg import Loop, cfg_of
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.uniformity_info import UniformityInfo
+
+log = logging.getLogger("tolk_lint.smt")
+
+
+def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Two threads and the inputs, from a model, as plain ints."""
+    z3 = enc.z3
+
+    def val(e):
+        x = model.eval(e, model_completion=True)
+        try:
+            return x.as_long() if not z3.is_bool(x) else bool(z3.is_true(x))
+        except Exception:  # noqa: BLE001
+            return str(x)
+
+    threads = [tuple(val(c) for c in enc.tid[t]) for t in (0, 1)]
+    out: dict[str, Any] = {"threads": threads}
+    block = tuple(val(n) if not z3.is_bv_value(n) else n.as_long() for n in enc.ntid)
+    out["block"] = block
+    inputs = {}
+    for name, sym in enc.shared_symbols.items():
+        if name.startswith("param:"):
+            x = val(sym)
+            if isinstance(x, int):
+                w = sym.size()
+                if enc.python or x >= 1 << (w - 1):
+                    x = x - (1 << w) if x >= 1 << (w - 1) else x
+            inputs[name[6:]] = x
+    out["inputs"] = inputs
+    for lp, (k0, _k1) in enc.trips.items():
+        out.setdefault("trips", {})[f"loop@{lp.header.name}"] = val(k0)
+    if extra:
+        out.update(extra)
+
+    def fmt_thread(th):
+        return "(" + ",".join(str(x) for x in th) + ")" if th[1] or th[2] else str(th[0])
+
+    desc = f"threads {fmt_thread(threads[0])} and {fmt_thread(threads[1])}"
+    if enc.k.launch.block is None:
+        desc += f" of a block of {block[0]}x{block[1]}x{block[2]}"
+    if inputs:
+        desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
+    out["description"] = desc
+    return out
+
+
+def _proof(verdict: Verdict, enc: Encoder, detail: str = "") -> Proof:
+
+    if verdict.status == "unsat":
+        return Proof("uniform", None, detail)
+    if verdict.status == "sat":
+        return Proof("varying", witness_of(enc, verdict.model), detail)
+    return Proof("unknown", None, f"the solver gave up ({verdict.reason})")
+
+
+def _syntactically_shared(enc: Encoder, e) -> bool:
+    """No per-thread symbol occurs in ``e``: the same in both threads."""
+    z3 = enc.z3
+    seen = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if x.decl().name() in enc.per_thread_symbols:
+                return False
+        stack.extend(x.children())
+    return True
+
+
+def value_uniform(kernel: Kernel, value: Value, at: Instr, info: UniformityInfo, level: str,
+                  rlimit: int = DEFAULT_RLIMIT) -> Proof:  # fmt: skip
+    """Can ``value`` (computed where ``at`` runs) differ between two threads
+    at the same trip of every loop around ``at``?"""
+    try:
+        enc = Encoder(kernel, info, level, point=at.block)
+        _assume(enc)
+        _reach_loops(enc, at.block)
+        a, b = enc.enc(value, 0), enc.enc(value, 1)
+        if _syntactically_shared(enc, a) and _syntactically_shared(enc, b) and a.eq(b):
+            STATS["syntactic"] += 1
+        
+            return Proof("uniform", None, "same expression in every thread")
+        goal = a != b
+        return _proof(solve(enc, goal, rlimit), enc)
+    except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
+        log.debug("smt: value query failed: %r", e, exc_info=True)
+    
+        return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
+
+
+def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: str,
+                       rlimit: int = DEFAULT_RLIMIT) -> Proof:  # fmt: skip
+    """Can two threads that enter ``lp`` together leave it differently: at
+    different trips, or through different exits (a ``return`` inside the
+    loop that only some take)?
+
+    With ``k`` a trip both reach (``k = 0``, or neither left at ``k - 1``),
+    ask whether some exit's decision at ``k`` differs between them. Exits
+    not on every trip's path carry their path condition from the header."""
+
+    try:
+        z3 = z3mod()
+        cfg = cfg_of(kernel)
+        enc = Encoder(kernel, info, level, point=lp.header)
+        _assume(enc)
+        if lp.parent is not None:
+            _reach_loops(enc, lp.parent.header)
+        k = enc.trips[lp][0]
+        for t in (0, 1):  # both threads enter the loop
+            ent = enc.loop_entry_condition(lp, t)
+            if ent is not None:
+                enc.constraints.append(ent)
+        terms = []
+        for ex in lp.exits:
+            if cfg.loop_of(ex.branch.block) is not lp:
+                return Proof("unknown", None, "an exit leaves several loops at once")
+            always = all(cfg.dominates(ex.branch.block, latch) for latch in lp.latches)
+            dec = []
+            for t in (0, 1):
+                pc = z3.BoolVal(True) if always else enc.path_condition(ex.branch.block, t)
+                if pc is None:
+                    return Proof("unknown", None, "the loop's exits are too complex to encode")
+                c = enc.as_bool(enc.enc(ex.cond, t))
+                dec.append(z3.And(pc, c if ex.exits_when else z3.Not(c)))
+            terms.append(dec[0] != dec[1])
+        if not terms:
+            return Proof("uniform", None, "the loop has no exit")
+        prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
+        reach = z3.BoolVal(True) if prev[0] is None else z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1])))
+        return _proof(solve(enc, z3.And(reach, z3.Or(*terms)), rlimit), enc)
+    except Exception as e:  # noqa: BLE001
+        log.debug("smt: loop query failed: %r", e, exc_info=True)
+        return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
+
+
+def _assume(enc: Encoder) -> None:
+    """The kernel's ``tolk: assume`` facts hold in both threads."""
+    for a in enc.k.assumptions:
+        for t in (0, 1):
+            enc.constraints.append(enc.as_bool(enc.enc(a, t)))
+
+
+def _reach_loops(enc: Encoder, block: Block) -> None:
+    """Both threads really reach trip ``k`` of each loop around ``block``:
+    they entered it, and neither left at ``k - 1`` (rules out trips past an
+    overflow)."""
+    z3 = enc.z3
+    for lp in enc.cfg.loops_around(block):
+        for t in (0, 1):
+            ent = enc.loop_entry_condition(lp, t)
+            if ent is not None:
+                enc.constraints.append(ent)
+        k = enc.trips[lp][0]
+        prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
+        if prev[0] is None:
+            continue
+        enc.constraints.append(z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1]))))
+
+
+def mask_matches_branch(kernel: Kernel, ins: Instr, mask: int, info: UniformityInfo,
+                        rlimit: int = DEFAULT_RLIMIT) -> bool:  # fmt: skip
+    """Whether a collective's constant ``mask`` names exactly the lanes that
+    reach it (``if lane < 16: shfl_sync(0xffff, ...)``): for every thread,
+    its lane's bit is set iff the thread gets there."""
+    try:
+        z3 = z3mod()
+        enc = Encoder(kernel, info, "warp", point=ins.block)
+        _assume(enc)
+        _reach_loops(enc, ins.block)
+        pc = enc.path_condition(ins.block, 0)
+        if pc is None:
+            return False
+        lane = z3.URem(enc.linear(0), 32)
+        bit = z3.Extract(0, 0, z3.LShR(z3.BitVecVal(mask & 0xFFFFFFFF, 32), lane)) == 1
+        return solve(enc, pc != bit, rlimit).status == "unsat"
+    except Exception:  # noqa: BLE001
+        log.debug("smt: mask query failed", exc_info=True)
+        return False
