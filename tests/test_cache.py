@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 from click.testing import CliRunner
@@ -21,7 +22,9 @@ from tolk_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related,
 from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Origin, Span
 
-BAD = "from numba import cuda\n\ndef k(a:\n"
+BAD = "from numba import cuda\n\ndef k(a:\n"  # does not parse: not analysed, exit 2
+# a finding (TL101 on line 7): exit 1
+DIVERGENT = "from numba import cuda\n\n\n@cuda.jit\ndef k(a):\n    if cuda.threadIdx.x < 16:\n        cuda.syncthreads()\n"
 GOOD = "from numba import cuda\n\n\n@cuda.jit\ndef k(a):\n    a[cuda.grid(1)] = 1.0\n"
 
 
@@ -49,15 +52,14 @@ def test_diagnostic_round_trip():
 
 def test_miss_then_hit(tmp_path):
     k = tmp_path / "k.py"
-    k.write_text(BAD)
+    k.write_text(DIVERGENT)
     cache = Cache(str(tmp_path))
     first, hit = lint_cached(str(k), DEFAULT_SETTINGS, cache)
-    assert not hit and [d.code for d in first.diagnostics] == ["TL001"]
+    assert not hit and [d.code for d in first.diagnostics] == ["TL101"]
     second, hit = lint_cached(str(k), DEFAULT_SETTINGS, cache)
     assert hit and second.module is None
-    assert [diagnostic_to_json(d) for d in second.diagnostics] == [
-        diagnostic_to_json(d) for d in first.diagnostics
-    ]
+    as_stored = json.loads(json.dumps([diagnostic_to_json(d) for d in first.diagnostics]))
+    assert [diagnostic_to_json(d) for d in second.diagnostics] == as_stored
     # the folder is marked as a cache and hidden from git
     root = tmp_path / CACHE_DIR_NAME
     assert (root / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
@@ -66,16 +68,16 @@ def test_miss_then_hit(tmp_path):
 
 def test_suppressed_diagnostics_are_kept(tmp_path):
     k = tmp_path / "k.py"
-    k.write_text(BAD.replace("def k(a:", "def k(a:  # tolk: noqa: TL001"))
+    k.write_text(DIVERGENT.replace("cuda.syncthreads()", "cuda.syncthreads()  # tolk: noqa: TL101"))
     cache = Cache(str(tmp_path))
     lint_cached(str(k), DEFAULT_SETTINGS, cache)
     again, hit = lint_cached(str(k), DEFAULT_SETTINGS, cache)
-    assert hit and again.diagnostics == [] and [d.code for d in again.suppressed] == ["TL001"]
+    assert hit and again.diagnostics == [] and [d.code for d in again.suppressed] == ["TL101"]
 
 
 def test_content_and_settings_are_part_of_the_key(tmp_path):
     k = tmp_path / "k.py"
-    k.write_text(BAD)
+    k.write_text(DIVERGENT)
     cache = Cache(str(tmp_path))
     lint_cached(str(k), DEFAULT_SETTINGS, cache)
     assert not lint_cached(str(k), resolve_settings(target="sm_90"), cache)[1]
@@ -90,14 +92,14 @@ def test_content_and_settings_are_part_of_the_key(tmp_path):
 
 def test_a_broken_entry_is_a_miss(tmp_path):
     k = tmp_path / "k.py"
-    k.write_text(BAD)
+    k.write_text(DIVERGENT)
     cache = Cache(str(tmp_path))
     lint_cached(str(k), DEFAULT_SETTINGS, cache)
     [entry] = glob.glob(str(tmp_path / CACHE_DIR_NAME / "**" / "*.json"), recursive=True)
     with open(entry, "w") as f:
         f.write("{not json")
     result, hit = lint_cached(str(k), DEFAULT_SETTINGS, cache)
-    assert not hit and [d.code for d in result.diagnostics] == ["TL001"]
+    assert not hit and [d.code for d in result.diagnostics] == ["TL101"]
 
 
 def test_dependencies_invalidate(tmp_path):
@@ -118,11 +120,11 @@ def test_unserialisable_data_is_not_cached(tmp_path):
 
 def test_cli_second_run_is_served_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "bad.py").write_text(DIVERGENT)
     (tmp_path / "good.py").write_text(GOOD)
     runner = CliRunner()
     first = runner.invoke(main, ["check", "."])
-    assert first.exit_code == 1 and "TL001" in first.output
+    assert first.exit_code == 1 and "TL101" in first.output
     assert (tmp_path / CACHE_DIR_NAME / "CACHEDIR.TAG").exists()
 
     def boom(*a, **k):
@@ -132,7 +134,7 @@ def test_cli_second_run_is_served_from_the_cache(tmp_path, monkeypatch):
     second = runner.invoke(main, ["check", "."])
     assert second.exit_code == 1 and second.output == first.output
     # the caret line of the text output is rebuilt from the file
-    assert "def k(a:" in second.output
+    assert "cuda.syncthreads()" in second.output
     # without the cache it must lint again (and the patched engine says so: exit 2)
     third = runner.invoke(main, ["check", "--no-cache", "."])
     assert third.exit_code == 2 and "linted again" in third.output
@@ -140,7 +142,7 @@ def test_cli_second_run_is_served_from_the_cache(tmp_path, monkeypatch):
 
 def test_no_cache_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "bad.py").write_text(DIVERGENT)
     res = CliRunner().invoke(main, ["check", "--no-cache", "bad.py"])
     assert res.exit_code == 1
     assert not os.path.exists(tmp_path / CACHE_DIR_NAME)

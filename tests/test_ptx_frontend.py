@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ACCEPTANCE
 
 from tolk_lint.frontends.ptx import PTX_GRAMMAR_PATH, parse_ptx
 from tolk_lint.ir import Module, Opcode, dump_kernel
@@ -19,7 +20,6 @@ from tolk_lint.ir.cfg import cfg_of
 O = Opcode
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE / "ptx_samples"
-ACCEPTANCE = Path(__file__).resolve().parents[2] / "shared" / "acceptance"
 ACCEPTANCE_PTX = sorted((ACCEPTANCE / "cuda").glob("*.ptx")) if ACCEPTANCE.is_dir() else []
 
 

@@ -11,12 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import ACCEPTANCE
 
 from tolk_lint.frontends.python import parse_python
 from tolk_lint.ir import Kernel, Module, Opcode, dump_kernel
 from tolk_lint.ir.cfg import cfg_of
-
-ACCEPTANCE = Path(__file__).resolve().parents[2] / "shared" / "acceptance"
 
 
 def lower(src: str, path: str = "k.py") -> Module:

@@ -233,12 +233,12 @@ def test_noqa_insertion_when_already_covered():
 # ---------------------------------------------------------------- through the engine
 
 
-def test_engine_suppresses_a_python_parse_error_and_reports_stale_noqa():
+def test_a_parse_error_is_never_suppressed():
+    """A file that does not parse was not analysed: a noqa does not hide it."""
     bad = "from numba import cuda\n\ndef k(a:  # tolk: noqa: TL001\n"
     r = lint_text(bad, "k.py")
-    assert [d.code for d in r.diagnostics] == []
-    assert [d.code for d in r.suppressed] == ["TL001"]
-    r = lint_text(bad.replace("# tolk: noqa: TL001", ""), "k.py")
+    assert [d.code for d in r.diagnostics] == ["TL001"] and r.suppressed == []
+    r = lint_text("# tolk: noqa-file\n" + bad.replace("# tolk: noqa: TL001", ""), "k.py")
     assert [d.code for d in r.diagnostics] == ["TL001"]
 
 

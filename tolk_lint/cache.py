@@ -231,6 +231,6 @@ def lint_cached(path: str, settings: Settings, cache: Cache | None):
     else:
         result = lint_text(text, path, settings)
     deps = origin_dependencies(result.module) if result.module is not None else []
-    if not any(d.code == "TL004" for d in result.diagnostics):  # never cache a crash
+    if not any(d.code in ("TL004", "TL005") for d in result.diagnostics):  # never cache a crash or a cut-off
         cache.put(key, result.diagnostics, result.suppressed, deps)
     return result, False

@@ -39,6 +39,8 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from tolk_lint.catalog import unknown_selectors
+
 TOOL_TABLE = "tolk-lint"
 SELECTOR = re.compile(r"^(ALL|TL[0-9]{0,3})$")
 
@@ -58,6 +60,9 @@ class Settings:
     respect_gitignore: bool = True
     assume: tuple[str, ...] = ()  # extra assumptions, in the kernel's language
     solver_rlimit: int = 10_000_000  # Z3's deterministic resource budget per query
+    time_budget: float = 30.0  # seconds per file (tolk_lint.budget)
+    kernel_time_budget: float | None = None  # seconds per kernel (None: the file's)
+    memory_budget: int = 2048  # MiB of resident memory
     show_suppressed: bool = False
     unsafe_fixes: bool = False
     stage: bool = True  # staging analysis on (tolk-stage's Setting.stage)
@@ -86,9 +91,11 @@ class Settings:
     def fingerprint(self) -> str:
         """A stable hash of everything that can change what a lint reports
         (the cache key's settings part). ``show_suppressed`` is left out:
-        the cache keeps suppressed diagnostics either way."""
+        the cache keeps suppressed diagnostics either way, and the budgets
+        only matter for results that ran out of them, which are not kept."""
         d = asdict(self)
-        d.pop("show_suppressed", None)
+        for name in ("show_suppressed", "time_budget", "kernel_time_budget", "memory_budget"):
+            d.pop(name, None)  # a result that ran out of budget is never stored
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
     def to_toml(self) -> str:
@@ -158,6 +165,9 @@ def _selectors(value: Any, path: str | None, key: str) -> tuple[str, ...]:
         if not SELECTOR.match(s):
             raise _err(path, key, f"`{s}` is not a rule code or prefix (expected e.g. TL101, TL1, TL or ALL)")
         out.append(s)
+    unknown = unknown_selectors(out)
+    if unknown:
+        raise _err(path, key, f"`{unknown[0]}` names no rule (see `tolk-lint rules`)")
     return tuple(out)
 
 
@@ -211,6 +221,12 @@ def _positive_int(value: Any, path: str | None, key: str) -> int:
     return value
 
 
+def _positive_number(value: Any, path: str | None, key: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise _err(path, key, f"expected a positive number, got {value!r}")
+    return float(value)
+
+
 def _per_file_ignores(value: Any, path: str | None, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise _err(path, key, f"expected a table of glob = [codes], got {value!r}")
@@ -237,6 +253,9 @@ KEYS: dict[str, tuple[str, Any]] = {
     "respect-gitignore": ("respect_gitignore", _bool),
     "assume": ("assume", _str_list),
     "solver-rlimit": ("solver_rlimit", _positive_int),
+    "time-budget": ("time_budget", _positive_number),
+    "kernel-time-budget": ("kernel_time_budget", _positive_number),
+    "memory-budget": ("memory_budget", _positive_int),
     "unsafe-fixes": ("unsafe_fixes", _bool),
     "stage": ("stage", _bool),
 }
@@ -330,6 +349,8 @@ class Overrides:
     unsafe_fixes: bool | None = None
     config: str | None = None  # --config FILE, or an inline 'key = value'
     isolated: bool = False  # ignore every configuration file
+    time_budget: float | None = None
+    memory_budget: int | None = None
 
     def apply(self, base: Settings) -> Settings:
         changes: dict[str, Any] = {}
@@ -342,7 +363,7 @@ class Overrides:
                 changes["ignore"] = tuple(base.ignore) + self.ignore
             if self.extend_select:
                 changes["extend_select"] = tuple(base.extend_select) + self.extend_select
-        for name in ("target", "block", "show_suppressed", "unsafe_fixes"):
+        for name in ("target", "block", "show_suppressed", "unsafe_fixes", "time_budget", "memory_budget"):
             v = getattr(self, name)
             if v is not None:
                 changes[name] = v

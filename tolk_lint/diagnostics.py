@@ -94,6 +94,13 @@ class Related:
         }
 
 
+# Codes that mean a file or a kernel was not (completely) analysed: a parse
+# error, an internal error, a budget that ran out. They are never selected
+# away, ignored or suppressed by a noqa -- a file the tool could not analyse
+# must never look clean -- and they make the run exit 2.
+NOT_ANALYSED = frozenset({"TL001", "TL004", "TL005"})
+
+
 @dataclass
 class Diagnostic:
     code: str

@@ -23,8 +23,9 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 
+from tolk_lint import budget
 from tolk_lint.config import DEFAULT_SETTINGS, Settings
-from tolk_lint.diagnostics import Diagnostic, Severity
+from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity
 from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Kernel, Module, Span
 from tolk_lint.ir.opcodes import Opcode
@@ -63,18 +64,34 @@ def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diag
 
 
 def decode(data: bytes, path: str) -> tuple[str | None, Diagnostic | None]:
-    """Bytes to text, or TL001 saying where the first non-text byte is."""
+    """Bytes to text, or TL001 saying where the first non-text byte is.
+
+    Python files are read as Python reads them: a UTF-8 byte-order mark is
+    dropped, and a PEP 263 ``# -*- coding: latin-1 -*-`` line on the first
+    two lines names the encoding. Everything else is UTF-8 (a byte-order
+    mark is dropped there too)."""
     nul = data.find(b"\x00", 0, 1 << 20)
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
         col = nul - (data.rfind(b"\n", 0, nul) + 1) + 1
         return None, parse_error(path, f"not a text file: a NUL byte at offset {nul}", line, col)
+    encoding = "utf-8"
+    if language_of(path) == "python":
+        import io
+        import tokenize
+
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as e:  # an unknown or contradictory coding declaration
+            return None, parse_error(path, f"cannot read the file: {e}")
     try:
-        return data.decode("utf-8"), None
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        return None, parse_error(path, f"not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start}", line, col)
+        what = "UTF-8" if encoding in ("utf-8", "utf-8-sig") else encoding
+        return None, parse_error(path, f"not {what} text: byte 0x{data[e.start]:02x} at offset {e.start}", line, col)
+    return text.removeprefix("\ufeff"), None
 
 
 def parse(text: str, path: str, language: str | None = None) -> Module:
@@ -141,7 +158,7 @@ def check_module(
         found = kernel_cache.get(module.path, key) if key is not None else None  # type: ignore[union-attr]
         if found is None:
             found = check_kernel(module, k, settings, rules)
-        if key is not None and not any(d.code == "TL004" for d in found):  # never keep a crash
+        if key is not None and not any(d.code in ("TL004", "TL005") for d in found):  # never keep a crash
             kept[key] = found
         out.extend(found)
     if kernel_cache is not None:
@@ -150,26 +167,64 @@ def check_module(
 
 
 def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
-    """The rules' findings on one kernel; a rule that raises becomes TL004."""
+    """The rules' findings on one kernel, under a share of the file's budget.
+
+    A rule that raises becomes TL004; a budget that runs out stops the
+    kernel's remaining rules and becomes TL005 (what was found so far
+    stays)."""
+    from tolk_lint.analysis.smt.solver import fresh_context  # does not import z3
+
+    fresh_context()  # the kernel's witnesses depend on the kernel alone
     out: list[Diagnostic] = []
     ctx = RuleContext(module, k, settings, kernel_target(k, module, settings))
-    for rule in rules:
-        try:
-            out.extend(rule.check(ctx))
-        except Exception as e:  # noqa: BLE001 - one rule must not take the run down
-            log.debug("rule %s failed on %s:\n%s", rule.code, k.name, traceback.format_exc())
-            out.append(
-                Diagnostic(
-                    code="TL004",
-                    severity=Severity.ERROR,
-                    message=f"internal error in {rule.code} ({rule.name}) on kernel `{k.name}`: "
-                    f"{type(e).__name__}: {e}",
-                    span=k.span or Span(module.path, 1, 1),
-                    kernel=k.name,
-                    name="internal-error",
+    outer = budget.current()
+    kernel_budget = outer.child(settings.kernel_time_budget, "the kernel's time budget") if outer else None
+    with budget.running(kernel_budget):
+        for n, rule in enumerate(rules):
+            try:
+                budget.check(f"starting {rule.code} ({rule.name})")
+                out.extend(rule.check(ctx))
+            except budget.BudgetExceeded as e:
+                out.append(budget_diagnostic(module, k, rule, rules[n + 1 :], e))
+                break
+            except Exception as e:  # noqa: BLE001 - one rule must not take the run down
+                log.debug("rule %s failed on %s:\n%s", rule.code, k.name, traceback.format_exc())
+                out.append(
+                    Diagnostic(
+                        code="TL004",
+                        severity=Severity.ERROR,
+                        message=f"internal error in {rule.code} ({rule.name}) on kernel `{k.name}`: "
+                        f"{type(e).__name__}: {e}; {REPORT_REQUEST}",
+                        span=k.span or Span(module.path, 1, 1),
+                        kernel=k.name,
+                        name="internal-error",
+                    )
                 )
-            )
     return out
+
+
+# The one line every internal error ends with.
+REPORT_REQUEST = "this is a bug in tolk-lint: please report it with this file"
+
+
+def budget_diagnostic(module: Module, k: Kernel, rule, later: list, e: budget.BudgetExceeded) -> Diagnostic:
+    """TL005 for kernel ``k``: the budget ran out in ``rule`` (while doing
+    ``e.what``, or before it started); the rules of ``later`` did not run."""
+    started = not e.what.startswith("starting ")
+    not_run = [r.code for r in later] if started else [rule.code] + [r.code for r in later]
+    parts = [f"{rule.code} ({rule.name}) did not finish ({e.what})"] if started else []
+    if not_run:
+        parts.append(f"{', '.join(not_run)} did not run")
+    return Diagnostic(
+        code="TL005",
+        severity=Severity.ERROR,
+        message=f"the analysis of kernel `{k.name}` stopped: {e.reason}; {'; '.join(parts)}. "
+        "The kernel is not known to be clean (raise `time-budget` / `memory-budget`, or give its launch shape)",
+        span=k.span or Span(module.path, 1, 1),
+        kernel=k.name,
+        data={"reason": e.reason, "unfinished": rule.code if started else None, "not_run": not_run},
+        name="budget-exceeded",
+    )
 
 
 # ---------------------------------------------------------------- per-kernel reuse
@@ -447,11 +502,19 @@ def lint_text(
     settings: Settings = DEFAULT_SETTINGS,
     language: str | None = None,
     kernel_cache: KernelCache | None = None,
+    within: budget.Budget | None = None,
 ) -> LintResult:
     """Lint ``text`` as the file ``path``; ``kernel_cache`` (the language
-    server's) lets unchanged kernels reuse their findings."""
-    with fewer_collections():
+    server's) lets unchanged kernels reuse their findings. The lint runs
+    under ``within``, or else under the settings' per-file budget."""
+    if within is None:
+        within = file_budget(settings)
+    with fewer_collections(), budget.running(within):
         return _lint_text(text, path, settings, language, kernel_cache)
+
+
+def file_budget(settings: Settings) -> budget.Budget:
+    return budget.Budget(settings.time_budget, settings.memory_budget * budget.MIB, label="the file's time budget")
 
 
 def _lint_text(
@@ -459,16 +522,21 @@ def _lint_text(
 ) -> LintResult:
     try:
         module = parse(text, path, language)
+    except budget.BudgetExceeded as e:
+        d = Diagnostic("TL005", Severity.ERROR, f"reading the file stopped: {e.reason}; nothing in it was analysed",
+                       Span(path, 1, 1), data={"reason": e.reason}, name="budget-exceeded")  # fmt: skip
+        return LintResult(path, None, [d])
     except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
         log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
-        d = Diagnostic("TL004", Severity.ERROR, f"internal error while reading the file: {type(e).__name__}: {e}",
+        d = Diagnostic("TL004", Severity.ERROR,
+                       f"internal error while reading the file: {type(e).__name__}: {e}; {REPORT_REQUEST}",
                        Span(path, 1, 1), name="internal-error")  # fmt: skip
         return LintResult(path, None, [d])
     prepare(module, settings)
     diags = check_module(module, settings, kernel_cache)
 
     kept, suppressed = apply_suppressions(diags, module, settings)
-    kept = [d for d in kept if selected(d.code, settings.effective_select, settings.ignore)]
+    kept = [d for d in kept if d.code in NOT_ANALYSED or selected(d.code, settings.effective_select, settings.ignore)]
     kept.sort(key=Diagnostic.sort_key)
     return LintResult(path, module, kept, suppressed)
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tolk_lint.config import Settings
-from tolk_lint.diagnostics import Diagnostic, Edit, Fix, Severity
+from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Edit, Fix, Severity
 from tolk_lint.ir.nodes import Module, Span
 from tolk_lint.registry import selected
 
@@ -44,7 +44,7 @@ NOQA = re.compile(rf"(?P<marker>#|//)\s*tolk:\s*noqa(?![-\w])(?::\s*(?P<codes>{_
 NOQA_FILE = re.compile(rf"^\s*(?:#|//)\s*tolk:\s*noqa-file(?![-\w])(?::\s*(?P<codes>{_CODES}))?", re.I)
 
 UNUSED_NOQA = "TL003"
-INCOMPLETE = {"TL001", "TL004"}  # a file with these was not checked completely
+INCOMPLETE = NOT_ANALYSED  # a file with these was not checked completely
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def apply_suppressions(
     selection and per-file ignores turn off; add TL003 to ``kept``."""
     path = module.path if module is not None else (diags[0].span.path if diags else "")
     ignored_here = per_file_ignored(path, settings) if path else ()
-    diags = [d for d in diags if enabled(d.code, settings, ignored_here)]
+    diags = [d for d in diags if d.code in NOT_ANALYSED or enabled(d.code, settings, ignored_here)]
     own = tuple(module.source.splitlines()) if module is not None else ()
     exempt = file_noqa(own)
     noqas: dict[int, Noqa] = {}
@@ -199,6 +199,9 @@ def apply_suppressions(
     kept: list[Diagnostic] = []
     suppressed: list[Diagnostic] = []
     for d in diags:
+        if d.code in NOT_ANALYSED:  # what was not analysed is never silenced
+            kept.append(d)
+            continue
         hit = _file_covers(exempt, d.code)
         n = noqas.get(d.span.line)
         if not hit and n is not None:

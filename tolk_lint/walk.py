@@ -115,10 +115,13 @@ def iter_files(
     settings: Settings | None = None,
     settings_for: Callable[[str], Settings] | None = None,
     force_exclude: bool = False,
+    on_error: Callable[[str, str], None] | None = None,
 ) -> Iterator[str]:
     """Every file to lint, each once, in a deterministic order: the given
     paths in order, each folder's files sorted. ``settings_for(path)`` gives
-    the settings whose excludes apply there (default: ``settings``)."""
+    the settings whose excludes apply there (default: ``settings``).
+    ``on_error(path, message)`` hears of each folder that could not be read
+    (a path that does not exist is yielded: linting it reports it)."""
     from tolk_lint.config import DEFAULT_SETTINGS
 
     def settings_at(p: str) -> Settings:
@@ -138,7 +141,7 @@ def iter_files(
         if os.path.isdir(p):
             top = git_root(p)
             gi = GitIgnores(top) if top else None
-            for f in _walk(p, gi, excluded, settings_at):
+            for f in _walk(p, gi, excluded, settings_at, on_error):
                 key = os.path.normpath(os.path.abspath(f))
                 if key not in seen:
                     seen.add(key)
@@ -166,8 +169,12 @@ def _ancestors(p: str) -> list[str]:
     return out
 
 
-def _walk(root: str, gi: GitIgnores | None, excluded, settings_at) -> Iterator[str]:
-    for dirpath, dirs, files in os.walk(root):
+def _walk(root: str, gi: GitIgnores | None, excluded, settings_at, on_error=None) -> Iterator[str]:
+    def unreadable(e: OSError) -> None:
+        if on_error is not None:
+            on_error(e.filename or root, f"cannot read the folder: {e.strerror or e}")
+
+    for dirpath, dirs, files in os.walk(root, onerror=unreadable):
         s = settings_at(dirpath)
         use_gi = gi is not None and s.respect_gitignore
         keep = []

@@ -2538,8 +2538,6 @@ def _inside_succ(branch: Instr, lp: Loop) -> Block:
     return tt if tt in lp.blocks else ff
 
 
-_TACTIC = None
-
 
 def _solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
     """`smt.solve`'s question through a bit-blasting tactic (simplify, solve
@@ -2548,11 +2546,9 @@ def _solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
     arithmetic over many small terms, where this is a few times faster than
     the default solver. Same deterministic resource limit; when the tactic
     cannot decide for another reason, `smt.solve` answers."""
-    global _TACTIC
     z3 = smt.z3mod()
-    if _TACTIC is None:
-        _TACTIC = z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr", "simplify",
-                          "ackermannize_bv", "bit-blast", "sat")  # fmt: skip
+    _TACTIC = smt.tactic("memory", lambda z3: z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr",
+                                                       "simplify", "ackermannize_bv", "bit-blast", "sat"))  # fmt: skip
     smt.STATS["queries"] += 1
     start = time.perf_counter()
     try:
@@ -2560,7 +2556,7 @@ def _solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
         s.set("rlimit", rlimit)
         s.add(*enc.constraints)
         s.add(goal)
-        r = s.check()
+        r = smt.check_within_budget(s)
         reason = s.reason_unknown() if r == z3.unknown else ""
     except z3.Z3Exception as e:  # noqa: F841
         r, reason = None, "tactic failed"

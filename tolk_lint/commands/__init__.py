@@ -1,5 +1,8 @@
-"""Subcommands that live outside ``cli.py``: each module holds one click
-command object named ``command``, which ``cli.py`` adds when it imports.
+"""The subcommands, one module each, each holding one click command named
+``command`` (`tolk_lint.cli` lists them and imports one when it runs):
+`check`, `fix`, `stage`, `validate`, `rules`, `rule`, `lsp`; `options` holds
+what they share (rule selectors, block shapes, targets, settings).
 
-- `tolk_lint.commands.stage`: ``tolk-lint stage``, the staging report.
+A command may import anything below it (the engine, the analyses, the
+outputs); nothing but `tolk_lint.cli` imports a command.
 """

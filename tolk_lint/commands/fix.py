@@ -28,7 +28,7 @@ MAX_PASSES = 4
 @click.option("--block", help="The launch's block shape X,Y,Z.")
 def command(paths, diff, unsafe_fixes, select, ignore, target, block) -> None:
     """Apply the fixes that the diagnostics carry."""
-    from tolk_lint.cli import settings_from_options
+    from tolk_lint.commands.options import settings_from_options
     from tolk_lint.engine import lint_text
     from tolk_lint.fix.edits import apply_edits, fixes_for
     from tolk_lint.walk import iter_files

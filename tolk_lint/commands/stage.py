@@ -318,7 +318,7 @@ def render_html(rows: list[dict[str, Any]]) -> str:
 @click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write an HTML page with the tiles.")
 def command(paths, target, block, config, isolated, output_format, html_file) -> None:
     """The staging report: per operand, tile, bytes, depth and why."""
-    from tolk_lint.cli import overrides_from_options
+    from tolk_lint.commands.options import overrides_from_options
     from tolk_lint.config import SettingsResolver
     from tolk_lint.walk import iter_files
 

@@ -40,11 +40,16 @@ def _line(source_lines: list[str], n: int) -> str | None:
 
 
 def _read_lines(path: str) -> list[str]:
+    """The file's lines as the linter read them (its encoding, no byte-order mark)."""
+    from tolk_lint.engine import decode
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().splitlines()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError:
         return []
+    text, _err = decode(data, path)
+    return (text if text is not None else data.decode("utf-8", errors="replace")).splitlines()
 
 
 def _origin_text(d: Diagnostic, module_path: str) -> str | None:

@@ -53,9 +53,18 @@ from tolk_lint.analysis.smt.questions import (
     value_uniform,
     witness_of,
 )
-from tolk_lint.analysis.smt.solver import DEFAULT_RLIMIT, STATS, Verdict, solve, z3mod
+from tolk_lint.analysis.smt.solver import (
+    DEFAULT_RLIMIT,
+    STATS,
+    Verdict,
+    check_within_budget,
+    fresh_context,
+    solve,
+    tactic,
+    z3mod,
+)
 
 __all__ = [
-    "DEFAULT_RLIMIT", "MAX_NODES", "REGION_LIMIT", "STATS", "Encoder", "Verdict", "_assume",
-    "loop_trips_uniform", "mask_matches_branch", "solve", "value_uniform", "witness_of", "z3mod",
+    "DEFAULT_RLIMIT", "MAX_NODES", "check_within_budget", "REGION_LIMIT", "STATS", "Encoder", "Verdict", "_assume",
+    "fresh_context", "loop_trips_uniform", "tactic", "mask_matches_branch", "solve", "value_uniform", "witness_of", "z3mod",
 ]  # fmt: skip

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tolk_lint import budget
+
 if TYPE_CHECKING:
     from tolk_lint.analysis.smt.encoder import Encoder
 
@@ -17,16 +19,34 @@ DEFAULT_RLIMIT = 10_000_000
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
 _z3 = None
-_TACTIC = None
+_tactics: dict[str, tuple[Any, Any]] = {}  # name -> (the context it was built in, the tactic)
+
+
+def tactic(name: str, build):
+    """The tactic ``build(z3)`` makes, built once per Z3 context."""
+    z3 = z3mod()
+    ctx = z3.main_ctx()
+    got = _tactics.get(name)
+    if got is None or got[0] is not ctx:
+        got = _tactics[name] = (ctx, build(z3))
+    return got[1]
 
 
 def _tactic():
-    """One preprocessing + bit-vector pipeline, built once."""
-    global _TACTIC
-    if _TACTIC is None:
-        z3 = z3mod()
-        _TACTIC = z3.Then("simplify", "propagate-values", "solve-eqs", "simplify", z3.Tactic("qfufbv"))
-    return _TACTIC
+    """One preprocessing + bit-vector pipeline."""
+    return tactic("uniform", lambda z3: z3.Then("simplify", "propagate-values", "solve-eqs", "simplify",
+                                                z3.Tactic("qfufbv")))  # fmt: skip
+
+
+def fresh_context() -> None:
+    """Start a new Z3 context, if Z3 is loaded at all. Called before each
+    kernel: what Z3 answers (its models, and so the witnesses printed)
+    depends on the terms and the order it has seen them in, so a kernel's
+    witnesses would otherwise depend on the kernels and files linted before
+    it in the same process (a parallel run, the language server)."""
+    if _z3 is not None:
+        _z3.z3._main_ctx = None  # z3.main_ctx() makes the next one
+        _tactics.clear()
 
 
 def z3mod():
@@ -50,6 +70,23 @@ class Verdict:
     reason: str = ""
 
 
+def check_within_budget(s):
+    """``s.check()``, stopped when the lint's budget (`tolk_lint.budget`)
+    runs out: the solver gets what is left of it as its timeout, and an
+    answer cut short by that raises `BudgetExceeded` instead of passing for
+    the solver giving up. (The answer itself is bounded by ``rlimit``,
+    which is the same on every machine; the timeout only ends a lint whose
+    budget is spent.)"""
+    budget.check("asking the solver")
+    left = budget.remaining_seconds()
+    if left is not None:
+        s.set("timeout", max(1, int(left * 1000)))
+    r = s.check()
+    if left is not None and str(r) == "unknown":
+        budget.check("asking the solver")
+    return r
+
+
 def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     """Check ``goal`` with the encoder's constraints, deterministically."""
     z3 = enc.z3
@@ -63,7 +100,7 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     s.add(*enc.constraints)
     s.add(goal)
     try:
-        r = s.check()
+        r = check_within_budget(s)
     except z3.Z3Exception as e:  # a resource limit surfaces here in some builds
         r = None
         reason = str(e)

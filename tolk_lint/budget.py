@@ -1,0 +1,143 @@
+"""Bounded work: every lint runs under a budget of time and memory.
+
+A lint never hangs and never grows without limit, whatever its input: the
+engine runs each file under a `Budget` (``time-budget`` seconds and
+``memory-budget`` MiB of the process's resident memory; 30 s and 2 GiB on
+the command line, less in the language server, which also cancels a lint
+whose document changed), and each kernel under a share of it
+(``kernel-time-budget``).
+
+The analyses check the budget cooperatively: `check(what)` at the points
+where work can grow (each pair of accesses a race search examines, each
+solver question, each fixpoint round), naming what they are doing. When the
+budget is spent, `check` raises `BudgetExceeded`, the engine stops the
+kernel's remaining rules and reports TL005 naming what was not finished.
+What was found before stays reported, and the kernel is never called clean:
+TL005 makes the run exit 2, like a file that could not be parsed.
+
+The budget is per thread (the language server lints several documents at
+once), found through `current()`; code outside a lint (tests, the staging
+report) runs unbounded unless it opens one with `running`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+MIB = 1 << 20
+# How often the memory is looked at, at most: reading it costs a system call.
+MEMORY_CHECK_INTERVAL = 0.05
+
+
+class BudgetExceeded(BaseException):
+    """The budget ran out (or the lint was cancelled) while doing ``what``.
+
+    A `BaseException`, like `KeyboardInterrupt`: the ``except Exception``
+    that keeps a solver failure from ending a lint must not swallow it."""
+
+    def __init__(self, what: str, reason: str):
+        super().__init__(f"{reason} while {what}" if what else reason)
+        self.what = what
+        self.reason = reason
+
+
+def resident_bytes() -> int | None:
+    """The process's resident memory now (Linux), or its peak elsewhere."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if os.uname().sysname == "Darwin" else peak * 1024
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+@dataclass
+class Budget:
+    """``seconds`` from now and ``memory_bytes`` of resident memory (None:
+    unbounded), and an optional ``cancel`` event that ends it early.
+    ``label`` names the budget in messages ("the file's time budget")."""
+
+    seconds: float | None = None
+    memory_bytes: int | None = None
+    cancel: threading.Event | None = None
+    label: str = "the time budget"
+    deadline: float | None = None  # monotonic time; from ``seconds`` unless given
+    _memory_seen: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.deadline is None and self.seconds is not None:
+            self.deadline = time.monotonic() + self.seconds
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def child(self, seconds: float | None, label: str) -> Budget:
+        """A budget inside this one: ``seconds`` from now, never past this
+        one's deadline; the same memory bound and cancel event."""
+        mine = None if seconds is None else time.monotonic() + seconds
+        if mine is None or (self.deadline is not None and self.deadline <= mine):
+            return Budget(self.seconds, self.memory_bytes, self.cancel, self.label, self.deadline)
+        return Budget(seconds, self.memory_bytes, self.cancel, label, mine)
+
+    def spent(self) -> str | None:
+        """Why the budget is spent, or None while it is not."""
+        if self.cancel is not None and self.cancel.is_set():
+            return "cancelled"
+        now = time.monotonic()
+        d = self.deadline
+        if d is not None and now > d:
+            return f"{self.label} of {self.seconds:g} s ran out"
+        if self.memory_bytes is not None and now - self._memory_seen >= MEMORY_CHECK_INTERVAL:
+            self._memory_seen = now
+            rss = resident_bytes()
+            if rss is not None and rss > self.memory_bytes:
+                return f"the memory budget of {self.memory_bytes // MIB} MiB ran out ({rss // MIB} MiB in use)"
+        return None
+
+
+_local = threading.local()
+
+
+def current() -> Budget | None:
+    """The budget the current thread's lint runs under, if any."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def running(budget: Budget | None):
+    """Run the block under ``budget`` (None: unbounded)."""
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(budget)
+    try:
+        yield budget
+    finally:
+        stack.pop()
+
+
+def check(what: str) -> None:
+    """Raise `BudgetExceeded` if the current budget is spent; ``what`` says
+    what the caller is doing, for the diagnostic."""
+    b = current()
+    if b is not None:
+        why = b.spent()
+        if why is not None:
+            raise BudgetExceeded(what, why)
+
+
+def remaining_seconds() -> float | None:
+    """Seconds left of the current budget (None: unbounded)."""
+    b = current()
+    return None if b is None else b.remaining()
