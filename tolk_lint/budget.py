@@ -26,7 +26,7 @@ import contextlib
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MIB = 1 << 20
 # How often the memory is looked at, at most: reading it costs a system call.
