@@ -19,17 +19,25 @@ What it does, for ``.py`` and ``.ptx`` documents:
 - Settings: the nearest ``pyproject.toml`` with ``[tool.tolk-lint]`` above
   each document, re-read when it changes (watched when the client allows,
   else checked by modification time on every lint).
-- Robustness: the document's text is linted in memory
-  (`tolk_lint.engine.lint_text`) on one worker thread, so the event loop keeps
-  answering; results for an outdated version are dropped. An exception while
-  linting becomes a TL004 diagnostic at the top of that document, and a bad
-  configuration an error diagnostic naming the file; the server goes on.
+- Robustness: each document's text is linted in memory
+  (`tolk_lint.engine.lint_text`) on a pool of worker threads, one lint per
+  document at a time, so the event loop keeps answering and a slow document
+  never holds up the others. Each lint runs under a budget
+  (`LINT_TIME_BUDGET` seconds, ``initializationOptions.timeBudget``; past it
+  the document shows TL005) and is cancelled when a newer version of its
+  document arrives; results for an outdated version are dropped. Each
+  thread has its own Z3 context. An exception while linting becomes a TL004
+  diagnostic at the top of that document, and a bad configuration an error
+  diagnostic naming the file. A malformed request gets a JSON-RPC error
+  response (``InvalidParams``, ``InternalError``); a malformed notification
+  is logged. The server goes on, and never shows pop-ups for its own
+  errors (they go to the client's log).
 - Speed: kernels an edit did not touch reuse their findings from the
   document's previous lint (`tolk_lint.engine.KernelCache`: keyed by the
   kernel's text and first line, the code around the kernels, the settings
   and the tool), so an edit re-analyses only the kernels it changed or moved.
 
-``initializationOptions`` may hold ``{"debounce": seconds}``.
+``initializationOptions`` may hold ``{"debounce": seconds, "timeBudget": seconds}``.
 """
 
 from __future__ import annotations
@@ -38,15 +46,19 @@ import asyncio
 import logging
 import os
 import re
+import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from tolk_lint import __version__
+from tolk_lint.budget import Budget
 from tolk_lint.config import DEFAULT_SETTINGS, ConfigError, Settings, SettingsResolver
 from tolk_lint.diagnostics import Applicability, Diagnostic, Severity
 from tolk_lint.ir.nodes import Span
@@ -56,6 +68,10 @@ log = logging.getLogger("tolk_lint.lsp")
 
 FIX_ALL = "source.fixAll.tolk"
 DEBOUNCE_SECONDS = 0.3
+# An edit must not wait long for its diagnostics: a lint stops after this
+# many seconds (TL005 says so; `tolk-lint check` runs the full analysis).
+LINT_TIME_BUDGET = 5.0
+LINT_THREADS = 4
 LANGUAGE_IDS = {"python": "python", "ptx": "ptx"}
 
 
@@ -68,17 +84,60 @@ class Linted:
     lsp: list[types.Diagnostic]
 
 
+class _Ignored:
+    """A message that could not be read: `handle_message` passes over it."""
+
+    jsonrpc = None
+
+
+class TolkProtocol(LanguageServerProtocol):
+    """pygls's protocol, answering a request it cannot read.
+
+    pygls drops a request whose params do not match the protocol's types
+    (and says so in a pop-up), so the client waits for an answer that never
+    comes. Here such a request gets a JSON-RPC error response with its id
+    (``InvalidParams`` for params of the wrong shape, ``InternalError``
+    otherwise), and a notification is logged."""
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as e:
+            if isinstance(data, dict) and "method" in data and "id" in data:
+                self._send_response(data["id"], None, e.to_response_error())
+            else:
+                log.warning("ignoring a message that cannot be read: %.200r", data)
+            return _Ignored()
+
+    def handle_message(self, message):
+        if isinstance(message, _Ignored):
+            return
+        super().handle_message(message)
+
+
 class TolkLanguageServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("tolk-lint", __version__)
+        super().__init__("tolk-lint", __version__, protocol_cls=TolkProtocol)
         self.debounce = DEBOUNCE_SECONDS
+        self.time_budget = LINT_TIME_BUDGET
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.linted: dict[str, Linted] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolk-lint")
+        self.running: dict[str, tuple[int | None, threading.Event]] = {}  # uri -> the lint under way
+        self.busy: dict[str, asyncio.Lock] = {}  # one lint per document at a time
+        self.executor = ThreadPoolExecutor(max_workers=LINT_THREADS, thread_name_prefix="tolk-lint")
         self.resolver = SettingsResolver()
         self._config_mtimes: dict[str, float] = {}
         self.kernel_cache = None  # tolk_lint.engine.KernelCache, made on the first lint
         self.linted_paths: dict[str, str] = {}  # uri -> the path it is linted as
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """The server's own errors go to the client's log, never a pop-up."""
+        log.error("tolk-lint server error (%s): %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                           message=f"tolk-lint: {error}"))  # fmt: skip
+        except Exception:  # noqa: BLE001 - reporting an error must not raise another
+            pass
 
     # ------------------------------------------------------------ capabilities
 
@@ -114,8 +173,10 @@ class TolkLanguageServer(LanguageServer):
 
     # ------------------------------------------------------------ linting
 
-    def lint_now(self, uri: str, text: str, version: int | None, language_id: str | None) -> Linted:
-        """Lint one document's text (on the worker thread). Never raises."""
+    def lint_now(self, uri: str, text: str, version: int | None, language_id: str | None,
+                 cancel: threading.Event | None = None) -> Linted:  # fmt: skip
+        """Lint one document's text (on a worker thread), under the lint
+        budget; ``cancel`` ends it early. Never raises."""
         from tolk_lint.engine import KernelCache, lint_text
 
         if self.kernel_cache is None:
@@ -133,7 +194,9 @@ class TolkLanguageServer(LanguageServer):
                 message=f"tolk-lint: bad configuration, using the defaults: {e}",
                 severity=types.DiagnosticSeverity.Error, source=SOURCE))  # fmt: skip
         try:
-            diags = lint_text(text, path, settings, language, kernel_cache=self.kernel_cache).diagnostics
+            within = Budget(min(self.time_budget, settings.time_budget), settings.memory_budget * (1 << 20), cancel,
+                            label="the language server's time budget")  # fmt: skip
+            diags = lint_text(text, path, settings, language, kernel_cache=self.kernel_cache, within=within).diagnostics
         except Exception as e:
             log.error("linting %s failed:\n%s", uri, traceback.format_exc())
             diags = [Diagnostic("TL004", Severity.ERROR,
@@ -149,11 +212,13 @@ class TolkLanguageServer(LanguageServer):
             return None
 
     async def lint(self, uri: str) -> Linted | None:
-        """The current version's lint, from the cache or the worker thread;
-        None if the document is closed. A lint still queued when the
-        document changes again is skipped (the worker runs one at a time, so
-        stale requests would otherwise pile up behind a slow file)."""
+        """The current version's lint, from the cache or a worker thread;
+        None if the document is closed. Lints of one document run one at a
+        time, each cancelled when a newer version arrives (`cancel_outdated`),
+        so stale lints never pile up behind a slow one; other documents'
+        lints run beside it."""
         loop = asyncio.get_running_loop()
+        lock = self.busy.setdefault(uri, asyncio.Lock())
         while True:
             doc = self.workspace.text_documents.get(uri)
             if doc is None:
@@ -161,23 +226,45 @@ class TolkLanguageServer(LanguageServer):
             cached = self.linted.get(uri)
             if cached is not None and cached.version == doc.version:
                 return cached
-            version, text, language_id = doc.version, doc.source, doc.language_id
-            result = await loop.run_in_executor(
-                self.executor, self._lint_if_current, uri, text, version, language_id
-            )
-            if result is not None:
-                current = self.workspace.text_documents.get(uri)
-                if current is not None and current.version == version:
-                    self.linted[uri] = result
+            async with lock:
+                doc = self.workspace.text_documents.get(uri)
+                if doc is None:
+                    return None
+                cached = self.linted.get(uri)
+                if cached is not None and cached.version == doc.version:
+                    return cached
+                version, text, language_id = doc.version, doc.source, doc.language_id
+                cancel = threading.Event()
+                self.running[uri] = (version, cancel)
+                try:
+                    result = await loop.run_in_executor(
+                        self.executor, self._lint_if_current, uri, text, version, language_id, cancel
+                    )
+                finally:
+                    if self.running.get(uri, (None, None))[1] is cancel:
+                        del self.running[uri]
+            current = self.workspace.text_documents.get(uri)
+            if result is not None and current is not None and current.version == version:
+                self.linted[uri] = result
                 return result
+            if current is None:
+                return None
+            # edited while it ran: lint the newer version
 
-    def _lint_if_current(
-        self, uri: str, text: str, version: int | None, language_id: str | None
-    ) -> Linted | None:
+    def cancel_outdated(self, uri: str) -> None:
+        """A newer version of ``uri`` arrived: stop the lint of the old one."""
+        running = self.running.get(uri)
         doc = self.workspace.text_documents.get(uri)
-        if doc is None or doc.version != version:
+        if running is not None and (doc is None or doc.version != running[0]):
+            running[1].set()
+
+    def _lint_if_current(self, uri: str, text: str, version: int | None, language_id: str | None,
+                         cancel: threading.Event) -> Linted | None:  # fmt: skip
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or doc.version != version or cancel.is_set():
             return None
-        return self.lint_now(uri, text, version, language_id)
+        result = self.lint_now(uri, text, version, language_id, cancel)
+        return None if cancel.is_set() else result
 
     async def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -316,6 +403,8 @@ def create_server() -> TolkLanguageServer:
         opts = params.initialization_options
         if isinstance(opts, dict) and isinstance(opts.get("debounce"), (int, float)):
             ls.debounce = max(0.0, float(opts["debounce"]))
+        if isinstance(opts, dict) and isinstance(opts.get("timeBudget"), (int, float)) and opts["timeBudget"] > 0:
+            ls.time_budget = float(opts["timeBudget"])
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TolkLanguageServer, params: types.InitializedParams) -> None:
@@ -335,8 +424,13 @@ def create_server() -> TolkLanguageServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TolkLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri not in ls.workspace.text_documents:
+            log.warning("didChange for a document that is not open: %s", uri)
+            return
+        ls.cancel_outdated(uri)
         if not ls.pull_mode:
-            ls.schedule(params.text_document.uri, ls.debounce)
+            ls.schedule(uri, ls.debounce)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: TolkLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -357,7 +451,9 @@ def create_server() -> TolkLanguageServer:
         old = ls.pending.pop(uri, None)
         if old is not None:
             old.cancel()
+        ls.cancel_outdated(uri)
         ls.linted.pop(uri, None)
+        ls.busy.pop(uri, None)
         path = ls.linted_paths.pop(uri, None)
         if ls.kernel_cache is not None and path is not None:
             ls.kernel_cache.forget(path)

@@ -5,6 +5,7 @@ same answer on every machine)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,16 +20,32 @@ DEFAULT_RLIMIT = 10_000_000
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
 _z3 = None
-_tactics: dict[str, tuple[Any, Any]] = {}  # name -> (the context it was built in, the tactic)
+_local = threading.local()  # this thread's Z3 context, and the tactics built in it
+
+
+def _thread_context():
+    """Z3's default context, one per thread.
+
+    z3's Python API puts every term built without an explicit ``ctx=`` in
+    one process-wide context, and one context must not be used from two
+    threads at once. Installed as ``z3.main_ctx`` (which every such call
+    goes through), this gives each thread its own: the language server
+    lints documents on several threads. `fresh_context` replaces it."""
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        ctx = _local.ctx = _z3.Context()
+        _local.tactics = {}
+    return ctx
 
 
 def tactic(name: str, build):
-    """The tactic ``build(z3)`` makes, built once per Z3 context."""
+    """The tactic ``build(z3)`` makes, built once per context."""
     z3 = z3mod()
-    ctx = z3.main_ctx()
-    got = _tactics.get(name)
+    ctx = _thread_context()
+    tactics = _local.tactics
+    got = tactics.get(name)
     if got is None or got[0] is not ctx:
-        got = _tactics[name] = (ctx, build(z3))
+        got = tactics[name] = (ctx, build(z3))
     return got[1]
 
 
@@ -39,14 +56,14 @@ def _tactic():
 
 
 def fresh_context() -> None:
-    """Start a new Z3 context, if Z3 is loaded at all. Called before each
-    kernel: what Z3 answers (its models, and so the witnesses printed)
-    depends on the terms and the order it has seen them in, so a kernel's
-    witnesses would otherwise depend on the kernels and files linted before
-    it in the same process (a parallel run, the language server)."""
+    """Start a new Z3 context for this thread, if Z3 is loaded at all.
+    Called before each kernel: what Z3 answers (its models, and so the
+    witnesses printed) depends on the terms it has seen and their order, so
+    a kernel's witnesses would otherwise depend on the kernels and files
+    linted before it in the same process (a parallel run, the language
+    server). The old context is freed with the last term that uses it."""
     if _z3 is not None:
-        _z3.z3._main_ctx = None  # z3.main_ctx() makes the next one
-        _tactics.clear()
+        _local.ctx = None
 
 
 def z3mod():
@@ -60,6 +77,7 @@ def z3mod():
         z3.set_param("smt.random_seed", 0)
         z3.set_param("sat.random_seed", 0)
         _z3 = z3
+        z3.z3.main_ctx = z3.main_ctx = _thread_context
     return _z3
 
 

@@ -1,0 +1,148 @@
+"""The language server's contract under bad input and slow documents.
+
+- A request whose params cannot be read gets a JSON-RPC error response with
+  its id (a client would otherwise wait for it forever), a notification
+  about a document that is not open is ignored, and the server goes on; its
+  own errors go to the client's log, never into pop-ups.
+- A document whose lint is slow (it runs into the server's time budget and
+  gets TL005) never holds up another document's diagnostics, and a newer
+  version of a document stops the lint of the older one.
+
+The first part speaks raw JSON-RPC over the server's stdio (a typed client
+cannot send malformed params); the second uses pytest-lsp's client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the language server needs the `lsp` extra")
+pytest_lsp = pytest.importorskip("pytest_lsp")
+
+from lsprotocol import types  # noqa: E402
+from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
+from test_lsp import CONFIG, NUMBA_BAD, capabilities, codes, open_doc, until  # noqa: E402
+
+SERVER = [sys.executable, "-m", "tolk_lint", "lsp"]
+# A real kernel file whose full analysis takes far longer than the budget
+# the tests give the server (tens of seconds without a launch shape).
+SLOW = (Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "numba" / "matvec_warp.py").read_text()
+
+
+class RawClient:
+    """JSON-RPC over the server's stdin/stdout, messages as plain dicts."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.received: list[dict] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def send(self, message: dict) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+                elif not line.strip():
+                    break
+            self.received.append(json.loads(out.read(length)))
+
+    def wait_for(self, predicate, timeout: float = 60.0) -> dict:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for m in list(self.received):
+                if predicate(m):
+                    return m
+            time.sleep(0.02)
+        raise AssertionError(f"no such message; got {self.received}")
+
+    def close(self) -> int:
+        self.send({"id": 999, "method": "shutdown"})
+        self.wait_for(lambda m: m.get("id") == 999)
+        self.send({"method": "exit"})
+        return self.proc.wait(timeout=30)
+
+
+def test_malformed_requests_get_error_responses():
+    c = RawClient()
+    try:
+        c.send({"id": 1, "method": "initialize", "params": {"capabilities": {}}})
+        c.wait_for(lambda m: m.get("id") == 1 and "result" in m)
+        c.send({"method": "initialized", "params": {}})
+        # params of the wrong shape: a hover without a position, a code action whose params are a string
+        c.send({"id": 2, "method": "textDocument/hover", "params": {"textDocument": {"uri": "file:///x.py"}}})
+        c.send({"id": 3, "method": "textDocument/codeAction", "params": "garbage"})
+        # a change to a document that was never opened
+        c.send({"method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": "file:///never-opened.py", "version": 2}, "contentChanges": [{"text": "x"}]}})
+        for i in (2, 3):
+            err = c.wait_for(lambda m, i=i: m.get("id") == i)
+            assert err["error"]["code"] == -32602, err  # InvalidParams
+        # the server goes on: a well-formed document still gets its diagnostics
+        c.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": "file:///t.py", "languageId": "python", "version": 1, "text": NUMBA_BAD}}})
+        pub = c.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                         and m["params"]["uri"] == "file:///t.py")  # fmt: skip
+        assert [d["code"] for d in pub["params"]["diagnostics"]] == ["TL101"]
+        c.send({"id": 4, "method": "textDocument/hover",
+                "params": {"textDocument": {"uri": "file:///t.py"}, "position": {"line": 6, "character": 10}}})
+        assert "TL101" in c.wait_for(lambda m: m.get("id") == 4)["result"]["contents"]["value"]
+        assert not any(m.get("method") == "window/showMessage" for m in c.received), "no pop-ups"
+    finally:
+        rc = c.close()
+    assert rc == 0
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def budget_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=capabilities(False), initialization_options={"debounce": 0.05, "timeBudget": 3.0}))  # fmt: skip
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _order(client: LanguageClient) -> list[str]:
+    return [uri for uri, _version, _codes in client.publish_log]
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_slow_document_does_not_hold_up_another(budget_client: LanguageClient, tmp_path):
+    client = budget_client
+    slow, fast = (tmp_path / "slow.py").as_uri(), (tmp_path / "fast.py").as_uri()
+    open_doc(client, slow, SLOW, "python")
+    open_doc(client, fast, NUMBA_BAD, "python")
+    assert await until(lambda: codes(client, fast)) == ["TL101"]
+    assert slow not in _order(client), "the fast document waited for the slow one"
+    found = await until(lambda: codes(client, slow), timeout=120)
+    assert "TL005" in found, found  # the budget ran out, and the document says so
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_newer_version_stops_the_old_lint(budget_client: LanguageClient, tmp_path):
+    client = budget_client
+    uri = (tmp_path / "k.py").as_uri()
+    open_doc(client, uri, SLOW, "python")
+    await asyncio.sleep(0.3)  # its lint is under way
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=NUMBA_BAD)]))  # fmt: skip
+    assert await until(lambda: codes(client, uri)) == ["TL101"]
+    versions = [v for u, v, _c in client.publish_log if u == uri]
+    assert versions == [2], versions  # version 1's lint was stopped, never published
