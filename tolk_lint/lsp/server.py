@@ -122,6 +122,7 @@ class TolkLanguageServer(LanguageServer):
         self.time_budget = LINT_TIME_BUDGET
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.linted: dict[str, Linted] = {}
+        self.published: dict[str, Linted] = {}  # uri -> the lint last sent to the client
         self.running: dict[str, tuple[int | None, threading.Event]] = {}  # uri -> the lint under way
         self.busy: dict[str, asyncio.Lock] = {}  # one lint per document at a time
         self.executor = ThreadPoolExecutor(max_workers=LINT_THREADS, thread_name_prefix="tolk-lint")
@@ -272,6 +273,9 @@ class TolkLanguageServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri)
         if result is None or doc is None or doc.version != result.version:
             return  # closed, or edited again: a newer publish is on its way
+        if self.published.get(uri) is result:
+            return  # this lint is on the client already (two publishes racing for one version)
+        self.published[uri] = result
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=result.lsp)
         )
@@ -443,6 +447,7 @@ def create_server() -> TolkLanguageServer:
             old = ls.pending.pop(uri, None)
             if old is not None:
                 old.cancel()
+            ls.published.pop(uri, None)  # a save always answers
             await ls.publish(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -453,6 +458,7 @@ def create_server() -> TolkLanguageServer:
             old.cancel()
         ls.cancel_outdated(uri)
         ls.linted.pop(uri, None)
+        ls.published.pop(uri, None)
         ls.busy.pop(uri, None)
         path = ls.linted_paths.pop(uri, None)
         if ls.kernel_cache is not None and path is not None:
