@@ -1,0 +1,137 @@
+"""Calls: what a call is a call of, and the fallbacks for what is not
+understood.
+
+A qualified name goes to `intrinsics` (``numba.cuda``), `library`
+(``math``, NumPy, builtins) or a conversion (``float32(x)``); a function
+of the file to `inlining`, an external device function (``cuda.declare_device``)
+to a CALL; a kernel, an unjitted function, a method or an unknown global
+to an OPAQUE (TL002). Also the argument matching the intrinsics share.
+
+Imports: `values`, the finder's `ExternInfo`, `vocabulary`, `tolk_lint.ir`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tolk_lint.frontends.python import vocabulary as V
+from tolk_lint.frontends.python.finder import ExternInfo
+from tolk_lint.frontends.python.lower.values import (
+    ArrayRef,
+    FuncRef,
+    GlobalRef,
+    MethodRef,
+    ObjRef,
+    PyConst,
+    QualRef,
+)
+from tolk_lint.ir.nodes import Value
+from tolk_lint.ir.opcodes import Opcode as O
+
+
+class Calls:
+    """Mixin of `Lowerer`: the call dispatch, argument matching, opaque calls."""
+
+    def _e_Call(self, node: ast.Call) -> Any:
+        callee = self.expr(node.func)
+        if isinstance(callee, QualRef):
+            return self.call_qual(callee.qual, node)
+        if isinstance(callee, FuncRef):
+            info = callee.info
+            if isinstance(info, ExternInfo):
+                return self.call_op(node, info.name, "external device function")
+            if info.kind in ("device", "host"):
+                return self.inline(info, node)
+            if info.kind == "kernel":
+                return self.opaque_call(
+                    node, f"call:{info.name}", f"{info.name}(...)", "a kernel called from a kernel"
+                )
+            return self.opaque_call(
+                node, f"call:{info.name}", f"{info.name}(...)", "a function that is not jitted"
+            )
+        if isinstance(callee, MethodRef):
+            if (
+                isinstance(callee.obj, ObjRef)
+                and callee.obj.kind == "grid"
+                and callee.name == "sync"
+                and not node.args
+            ):
+                return self.barrier_grid(node)
+            return self.opaque_call(node, f"method:{callee.name}", f".{callee.name}()", "a method call")
+        if isinstance(callee, GlobalRef):
+            self.unsupported(callee.node or node, f"global:{callee.name}", callee.name, callee.why)
+            return self.opaque_call(node, f"global:{callee.name}", callee.name, callee.why)
+        return self.opaque_call(node, "call", None, "a call of an unknown object")
+
+    def call_args(self, node: ast.Call, names: list[str]) -> dict[str, ast.expr] | None:
+        out: dict[str, ast.expr] = {}
+        for i, a in enumerate(node.args):
+            if isinstance(a, ast.Starred) or i >= len(names):
+                return None
+            out[names[i]] = a
+        for kw in node.keywords:
+            if kw.arg is None:
+                return None
+            out[kw.arg] = kw.value
+        return out
+
+    def opaque_call(
+        self, node: ast.Call, kind: str, what: str | None, reason: str, type: str = "s64"
+    ) -> Value:
+        args = [self.expr(a.value if isinstance(a, ast.Starred) else a) for a in node.args]
+        args += [self.expr(k.value) for k in node.keywords]
+        vals = []
+        for a in args:
+            if isinstance(a, Value):
+                vals.append(a)
+            elif isinstance(a, ArrayRef):
+                vals.append(a.base)
+        return self.opaque(node, kind, what or self.loc(node)[1], reason, args=vals, type=type)
+
+    def call_op(self, node: ast.Call, callee: str, reason: str) -> Value:
+        self.unsupported(node, f"call:{callee}", f"{callee}(...)", reason)
+        vals = []
+        for a in node.args:
+            lv = self.expr(a)
+            if isinstance(lv, ArrayRef):
+                vals.append(lv.base)
+            elif isinstance(lv, (Value, PyConst)):
+                vals.append(self.val(lv, a))
+        return self.value(O.CALL, vals, "s64", {"callee": callee}, node)
+
+    def call_qual(self, q: str, node: ast.Call) -> Any:
+        if q.startswith(V.CUDA):
+            rest = q[len(V.CUDA) :]
+            if rest.startswith("atomic."):
+                op = V.ATOMIC_OPS.get(rest[7:])
+                if op is not None:
+                    return self.atomic(rest[7:], op, node)
+            h = V.CUDA_CALLS.get(rest)
+            if h is not None:
+                return getattr(self, "_cuda_" + h[0])(node, h[1])
+            if rest.startswith(("fp16.", "bf16.")):
+                return self.half_op(rest.split(".", 1)[1], "f16" if rest.startswith("fp16") else "bf16", node)
+            if rest.startswith("libdevice."):
+                return self.pure_fn(rest[10:], node, keep_int=False)
+        if q.startswith("math."):
+            return self.math_call(q[5:], node, numpy=False)
+        if q.startswith("numpy."):
+            return self.numpy_call(q[6:], node)
+        if q.startswith("builtins."):
+            return self.builtin_call(q[9:], node)
+        t = V.dtype_of_qual(q)
+        if t is not None:
+            return self.convert(t, node, q.rsplit(".", 1)[-1])
+        return self.opaque_call(node, f"call:{q}", q, "an unknown function")
+
+    def _arg(self, node: ast.Call, names: list[str], required: int) -> dict[str, ast.expr] | None:
+        a = self.call_args(node, names)
+        if a is None or any(n not in a for n in names[:required]):
+            return None
+        return a
+
+    def _bad_call(self, node: ast.Call) -> Value:
+        return self.opaque_call(
+            node, f"call:{self.loc(node.func)[1]}", None, "a call with arguments the front end does not model"
+        )

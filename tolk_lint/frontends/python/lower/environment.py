@@ -1,0 +1,164 @@
+"""Variables and names: what a name reads, and binding a value to one.
+
+A variable assigned once keeps a Python constant symbolic (``TILE = 16``
+in a kernel is a shape); one assigned again (or in a loop) holds CONSTs.
+Tuple variables keep one SSA variable per element (``name#i``).
+
+A name the file gives no value for (a factory's parameter captured by a
+nested kernel, a module global that is not a constant) is a uniform
+``PARAM`` (attrs ``global``: Numba freezes it when it compiles, so it is
+as uniform as a kernel argument and needs no TL002); subscripted, a
+``const`` array. Calling such a name, or reading an attribute of it, is
+TL002; so is an undefined name. Qualified names of ``numba.cuda`` that are
+values (``cuda.threadIdx.x``, ``cuda.warpsize``) become SPECIALs or
+constants here.
+
+Imports: `context`, `values`, the finder's builtins, `vocabulary`, `consts`,
+`tolk_lint.ir`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tolk_lint.frontends.python import vocabulary as V
+from tolk_lint.frontends.python.consts import is_scalar
+from tolk_lint.frontends.python.finder import BUILTIN_NAMES
+from tolk_lint.frontends.python.lower.context import Frame
+from tolk_lint.frontends.python.lower.values import ArrayRef, FuncRef, GlobalRef, PyConst, QualRef, TupleLV
+from tolk_lint.ir.nodes import Value
+from tolk_lint.ir.opcodes import Opcode as O
+
+
+class _TupleVar:
+    """A tuple-valued variable: its elements are SSA variables ``name#i``."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+
+class Environment:
+    """Mixin of `Lowerer`: variables and names."""
+
+    def bind(self, raw: str, lv: Any, node, single: bool = False) -> None:
+        """Give variable ``raw`` the value ``lv``. A Python constant stays
+        symbolic when the variable is assigned once (``single``), else it
+        becomes a CONST."""
+        if isinstance(lv, PyConst) and is_scalar(lv.value) and not isinstance(lv.value, complex):
+            if single:
+                self.statics[raw] = lv
+                return
+            lv = self.val(lv, node)
+        if isinstance(lv, Value):
+            self.statics.pop(raw, None)
+            if (
+                lv.source_name.startswith("%")
+                and not raw.startswith("$")
+                and lv.defn is not None
+                and lv.defn.op is not O.PARAM
+            ):
+                fresh = self.b.new_value(lv.type, raw)
+                lv.name, lv.source_name = fresh.name, raw
+            self.b.write(raw, lv)
+        elif isinstance(lv, TupleLV):
+            self.statics[raw] = _TupleVar(len(lv.items))
+            for i, item in enumerate(lv.items):
+                self.bind(f"{raw}#{i}", item, node)
+        else:
+            self.statics[raw] = lv
+
+    def read(self, raw: str, node) -> Any:
+        s = self.statics.get(raw)
+        if s is not None:
+            if isinstance(s, _TupleVar):
+                return TupleLV([self.read(f"{raw}#{i}", node) for i in range(s.n)])
+            return s
+        return self.b.read(raw)
+
+    def name(self, name: str, node: ast.AST) -> Any:
+        f = self.frame
+        raw = f.var(name)
+        if raw in self.statics or name in f.locals:
+            return self.read(raw, node)
+        return self.global_name(name, node, f)
+
+    def global_name(self, name: str, node: ast.AST, f: Frame) -> Any:
+        b, scope = f.scope.lookup(name, f.line)
+        if b is None:
+            if name in ("True", "False", "None"):
+                return PyConst({"True": True, "False": False, "None": None}[name])
+            if name in BUILTIN_NAMES:
+                return QualRef(f"builtins.{name}")
+            return GlobalRef(name, "undefined name", node)
+        if b.kind == "const":
+            return PyConst(b.value)
+        if b.kind == "alias":
+            return self.qual_value(b.value, node)
+        if b.kind == "func":
+            return FuncRef(b.value)
+        if b.kind == "extern":
+            return FuncRef(b.value)
+        why = (
+            "closure variable of unknown value"
+            if scope is not None and scope.kind == "function"
+            else "global of unknown value"
+        )
+        return GlobalRef(name, why, node)
+
+    def static_qual(self, node: ast.AST) -> str | None:
+        """The qualified name of a callee, without emitting anything."""
+        if isinstance(node, ast.Name):
+            f = self.frame
+            raw = f.var(node.id)
+            s = self.statics.get(raw)
+            if s is not None:
+                return s.qual if isinstance(s, QualRef) else None
+            if node.id in f.locals:
+                return None
+            b, _ = f.scope.lookup(node.id, f.line)
+            if b is None:
+                return f"builtins.{node.id}" if node.id in BUILTIN_NAMES else None
+            return b.value if b.kind == "alias" else None
+        if isinstance(node, ast.Attribute):
+            base = self.static_qual(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def qual_value(self, q: str, node: ast.AST) -> Any:
+        if q.startswith(V.CUDA):
+            rest = q[len(V.CUDA) :]
+            grp, _, ax = rest.partition(".")
+            if grp in V.SPECIAL_GROUPS and ax in V.AXES:
+                return self.special(f"{V.SPECIAL_GROUPS[grp]}.{ax}", node)
+            if rest in V.CUDA_VALUES:
+                kind, what = V.CUDA_VALUES[rest]
+                if kind == "special":
+                    return self.special(what, node)
+                return PyConst(what)
+        if q in V.FLOAT_CONSTANTS and V.FLOAT_CONSTANTS[q] is not None:
+            return PyConst(V.FLOAT_CONSTANTS[q])
+        return QualRef(q)
+
+    def special(self, name: str, node, type: str = "s64") -> Value:
+        return self.emit(O.SPECIAL, [], (type,), {"name": name}, node, names=(name,)).result
+
+    def global_value(self, g: GlobalRef, node) -> Value:
+        if g.why == "undefined name":
+            self.unsupported(g.node or node, f"global:{g.name}", g.name, g.why)
+        # a closure or module variable: frozen by Numba when it compiles the
+        # kernel, so a uniform value like a kernel argument (no TL002)
+        v = self.global_params.get(g.name)
+        if v is None:
+            attrs = {"name": g.name, "global": True}
+            v = self.b.emit(O.PARAM, [], ("s64",), attrs=attrs, span=self.kernel.span, text=g.name,
+                            names=(g.name,), block=self.entry).result  # fmt: skip
+            self.global_params[g.name] = v
+        return v
+
+    def global_array(self, g: GlobalRef, node) -> ArrayRef:
+        base = self.global_value(g, node)
+        space = "global" if self.host else "const"
+        return ArrayRef(g.name, space, "f32", base, (None,), 1)
