@@ -14,8 +14,14 @@ import pytest
 from conftest import ACCEPTANCE
 
 from tolk_lint.analysis import memory
+from tolk_lint.analysis.buffers import is_barrier
+from tolk_lint.analysis.memory.banks import _warp_offsets
+from tolk_lint.analysis.memory.concrete import ConcretePairs
+from tolk_lint.analysis.memory.copies import copy_walk
+from tolk_lint.analysis.memory.evaluator import ThreadEval
 from tolk_lint.config import resolve_settings
 from tolk_lint.engine import lint_file, lint_text, parse, prepare
+from tolk_lint.ir.opcodes import Opcode
 
 TL2 = ("TL2",)
 
@@ -452,7 +458,7 @@ def test_phase_relations_of_a_loop_with_one_barrier():
     mf, k = facts_of(src, "k.py", block=(128, 1, 1))
     store = next(a for a in mf.shared if a.kind == "write")
     load = next(a for a in mf.shared if a.kind == "read")
-    bar = next(i for i in k.instrs() if memory.is_barrier(i))
+    bar = next(i for i in k.instrs() if is_barrier(i))
     reached = mf.phases.phase(bar, "workgroup")
     # after the barrier at trip k: the load at trip k, the store at trip k + 1
     assert {n for _lp, kind, n in next(iter(reached[load]))} == {0}
@@ -479,9 +485,9 @@ def test_copy_walk_follows_the_group_queue():
     src = src.format(nbytes=2048, copy0=_copy(0, "%r40", 2, "C0"))
     mf, k = facts_of(src, "k.ptx", block=(256, 1, 1))
     [c] = [a for a in mf.shared if a.kind == "copy"]
-    w = mf.phases.copy_walk(c)
-    bars = [i for i in k.instrs() if memory.is_barrier(i)]
-    waits = [i for i in k.instrs() if i.op is memory.O.CP_ASYNC_WAIT]
+    w = copy_walk(mf.phases, c)
+    bars = [i for i in k.instrs() if is_barrier(i)]
+    waits = [i for i in k.instrs() if i.op is Opcode.CP_ASYNC_WAIT]
     # wait_group 1 leaves the only group pending; wait_group 0 retires it
     assert {b for b, _v in w.bars} == {bars[0]}
     assert w.retiring == {waits[1]}
@@ -807,7 +813,7 @@ def _generated_facts(n: int):
 
 
 def test_forward_reach_bitsets_agree_with_a_walk():
-    """`_fwd_reaches` (one bit set per block, built from the last block up)
+    """`ProgramOrder.forward_reaches` (one bit set per block, built from the last block up)
     answers what a walk along the forward edges answers, for every pair."""
     checked = 0
     for f, k in _generated_facts(40):
@@ -821,7 +827,7 @@ def test_forward_reach_bitsets_agree_with_a_walk():
                         seen.add(s2)
                         stack.append(s2)
             for y in k.blocks:
-                assert f._fwd_reaches(x, y) == (y in seen), (k.name, x.name, y.name)
+                assert f.order.forward_reaches(x, y) == (y in seen), (k.name, x.name, y.name)
                 checked += 1
     assert checked > 500
 
@@ -832,7 +838,7 @@ def test_wrapped_lists_match_the_per_element_wrap():
     import random
 
     f, k = facts_of(FLAT_TILE.replace("OFFSET", "add.u32 %r5, %r4, 4;"), "k.ptx")
-    ev = memory._ThreadEval(f, (64, 1, 1), f.info, {})
+    ev = ThreadEval(f, (64, 1, 1), f.info, {})
     rng = random.Random(7)
     values = {t: next(i.result for i in k.instrs() if i.results and i.result.type == t) for t in ("u32", "u64")}
     for t, v in values.items():
@@ -847,15 +853,16 @@ def test_wrapped_lists_match_the_per_element_wrap():
 
 
 def test_footprints_decide_disjointness_as_byte_sets_do():
-    """`_disjoint` (extent first, then words when both accesses are
+    """`ConcretePairs.disjoint` (extent first, then words when both accesses are
     word-aligned, else bytes) agrees with intersecting the plain byte sets of
     every pair of shared accesses the concrete pass can evaluate."""
     checked = 0
     for f, k in _generated_facts(60):
+        pairs = ConcretePairs(f)
         ctx = ()
         terms = []
         for acc in f.shared:
-            t = f._terms(acc, ctx) if acc.fragment is None else None
+            t = pairs.terms(acc, ctx) if acc.fragment is None else None
             if t is not None:
                 terms.append((acc, t))
         for a, ta in terms:
@@ -869,7 +876,7 @@ def test_footprints_decide_disjointness_as_byte_sets_do():
                             if act is None or act[i] for j in range(acc.width)}  # fmt: skip
 
                 expect = not (bytes_of(a, ta) & bytes_of(b, tb))
-                assert f._disjoint(a, ctx, ta, b, ctx, tb) == expect, (k.name, a.line, b.line)
+                assert pairs.disjoint(a, ctx, ta, b, ctx, tb) == expect, (k.name, a.line, b.line)
                 checked += 1
     assert checked > 200
 
@@ -883,15 +890,15 @@ def test_warp_offset_keys_tell_lane_patterns_apart_exactly():
     rng = random.Random(3)
     for n in (32, 96, 100):
         base = [rng.choice((0, 4, 8)) * (i % 32) + rng.choice((0, 128, 4096)) for i in range(n)]
-        keys = memory._warp_offsets(base)
+        keys = _warp_offsets(base)
         assert len(keys) == -(-n // 32)
         for w1 in range(len(keys)):
             for w2 in range(len(keys)):
                 p1 = [x - base[w1 * 32] for x in base[w1 * 32 : w1 * 32 + 32]]
                 p2 = [x - base[w2 * 32] for x in base[w2 * 32 : w2 * 32 + 32]]
                 assert (keys[w1] == keys[w2]) == (p1 == p2)
-    assert memory._warp_offsets([0, 1 << 63]) is None
-    assert memory._warp_offsets([-(1 << 63), 0]) is None
+    assert _warp_offsets([0, 1 << 63]) is None
+    assert _warp_offsets([-(1 << 63), 0]) is None
 
 
 def test_findings_do_not_depend_on_the_process():

@@ -1,0 +1,207 @@
+"""The out-of-bounds search (TL202 shared-out-of-bounds).
+
+Each shared or local access of an array of known size is asked whether some
+thread, at some trip, can leave the array: first by the concrete pass (every
+thread of the block at every trip residue: all in bounds, or a thread that
+leaves), then by Z3 over one context where each loop's trip is free. A
+Python access is judged per dimension of its index (Numba wraps
+``-n..-1``), a PTX access by its byte offset from the array's base. The
+first access of each source line with a finding is reported; the others,
+unrolled copies of the same line, are not asked about.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tolk_lint.analysis import smt
+from tolk_lint.analysis.memory.accesses import block_line, pretty_buffer, source_key
+from tolk_lint.analysis.memory.evaluator import Unevaluable, sym_add
+from tolk_lint.analysis.memory.query import Query, model_value
+from tolk_lint.ir.nodes import type_bits
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.memory.accesses import Access
+    from tolk_lint.analysis.memory.core import MemoryCore
+
+log = logging.getLogger("tolk_lint.memory")
+
+
+@dataclass(eq=False)
+class OutOfBounds:
+    access: Access
+    witness: dict | None
+    detail: str
+    assumed: str
+    solver: str = "sat"
+
+
+def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
+    """The accesses that may leave their array, in program order: the
+    first of each source line (`source_key`)."""
+    z3 = smt.z3mod()
+    out = []
+    q: Query | None = None
+    reported: set = set()  # source lines with a finding: their later accesses are not asked about
+    for acc in mf.accesses:
+        buf = acc.buffer
+        if buf is None or buf.dynamic:
+            continue
+        line = source_key(acc.instr)
+        if line in reported:
+            continue
+        conc = _concrete_verdict(mf, acc)
+        if conc == "clear":
+            mf.concrete_cleared += 1
+            continue
+        try:
+            # one context for every access: each trip is a free variable
+            # of its loop (tag "o"), the same in every question asked here
+            if q is None:
+                q = Query(mf)
+            vec = mf.phases.vec0(acc.instr.block)
+            tr = q.trip_exprs(acc, tuple((lp, "free", 0) for lp, _k, _n in vec), "o")
+            q.context(tr)
+            python = mf.k.language == "python"
+            if python and acc.index is not None and len(acc.index) == len(buf.shape) and all(buf.shape):
+                terms = []
+                idx_vals = []
+                for x, dim in zip(acc.index, buf.shape):
+                    e = q.enc.fit(q.enc.enc(x, 0), 64, True)
+                    idx_vals.append(e)
+                    terms.append(z3.Or(e < -dim, e >= dim))
+                bad = z3.Or(*terms)
+                detail_vals = idx_vals
+            else:
+                nbytes = buf.bytes
+                if nbytes is None or acc.base is None:
+                    continue
+                start, width = q.footprint(acc, 0, tr)
+                W = start.size()
+                if python:
+                    base = q.enc.fit(q.enc.enc(acc.base, 0), W, False)
+                else:
+                    base = q.enc.fit(q.enc._bv(q.enc.enc(acc.base, 0)), W, False)
+                off = start - base
+                if not isinstance(width, int):
+                    width = q.enc.fit(width, W)
+                if isinstance(width, int):
+                    bad = z3.BoolVal(True) if width > nbytes else z3.UGT(off, nbytes - width)
+                else:
+                    bad = z3.Or(z3.UGT(width, nbytes), z3.UGT(off, z3.BitVecVal(nbytes, W) - width))
+                detail_vals = [off]
+            v = None
+            if conc is None and mf.solve(q, bad).status == "unsat":
+                continue  # in bounds whatever the path (its conditions are not even encoded)
+            cond = q.conditions(acc, 0, tr)
+            q.context(tr)
+            if isinstance(conc, int):
+                v = mf.solve(q, z3.And(*cond, bad, q.enc.linear(0) == conc))
+                if v.status != "sat":
+                    v = None
+            if v is None:
+                v = mf.solve(q, z3.And(*cond, bad))
+        except Exception as e:  # noqa: BLE001
+            log.debug("memory: bounds query failed: %r", e, exc_info=True)
+            continue
+        if v.status == "unsat":
+            continue
+        reported.add(line)
+        assumed = mf.assumed_launch()
+        if v.status == "unknown":
+            out.append(OutOfBounds(acc, None, "", assumed, "unknown"))
+            continue
+        m = v.model
+        vals = [model_value(m, e) for e in detail_vals]
+        if mf.k.language == "python" and acc.index is not None:
+            detail = "index " + ", ".join(str(_signed(x, 64)) for x in vals)
+        else:
+            off_v = vals[0] if isinstance(vals[0], int) else None
+            if off_v is not None:
+                off_s = _signed(off_v, detail_vals[0].size())
+                detail = f"byte offset {off_s}" + (f"..{off_s + acc.width - 1}" if acc.width > 1 else "")
+            else:
+                detail = "an offset"
+        extra = {"buffer": pretty_buffer(acc.root), "access": detail}
+        w = smt.witness_of(q.enc, m, extra)
+        t0 = tuple(w["threads"][0])
+        w["threads"] = [t0]
+        w.pop("trips", None)
+        trips = {f"loop@{block_line(lp)}": model_value(m, e) for lp, e in tr.items()}
+        trips = {k.replace("loop@", "loop@"): v for k, v in trips.items()}
+        if trips:
+            w["trips"] = trips
+        desc = f"thread {t0[0] if not (t0[1] or t0[2]) else '(' + ','.join(map(str, t0)) + ')'}"
+        if mf.k.launch.block is None:
+            bl = w["block"]
+            desc += f" of a block of {bl[0]}x{bl[1]}x{bl[2]}"
+        if trips:
+            desc += " at " + ", ".join(f"trip {k} of the loop at line {lp.split('@')[1]}" for lp, k in trips.items())
+        inputs = w.get("inputs") or {}
+        if inputs:
+            desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
+        w["description"] = desc
+        out.append(OutOfBounds(acc, w, detail, assumed, "sat"))
+    return out
+
+
+def _concrete_verdict(mf: MemoryCore, acc: Access):
+    """"clear" when every thread stays in bounds at every trip residue,
+    a thread (int) that leaves them, or None (cannot tell)."""
+    buf = acc.buffer
+    block, _assumed = mf.concrete_block
+    if block is None or buf is None or acc.fragment is not None:
+        return None
+    loops = mf.phases.loops(acc.instr.block)
+    P = mf.period
+    if P ** len(loops) > 64:
+        return None
+
+    python = mf.k.language == "python" and acc.index is not None and len(acc.index) == len(buf.shape) \
+        and all(buf.shape)  # fmt: skip
+    for rs in itertools.product(range(P), repeat=len(loops)):
+        ctx = tuple((lp, ("free", r, "o")) for lp, r in zip(loops, rs))
+        ev = mf.evaluator(ctx)
+        if ev is None:
+            return None
+        try:
+            act = ev.active(acc.instr.block)
+            if python:
+                for x, dim in zip(acc.index, buf.shape):
+                    sy, c = ev.ev(x)
+                    if sy:
+                        return None
+                    cs = c if isinstance(c, list) else [c] * ev.n
+                    for t, i in enumerate(cs):
+                        if (act is None or act[t]) and not -dim <= i < dim:
+                            return t
+                continue
+            if acc.base is None or buf.bytes is None:
+                return None
+            sy, c = ev.ev(acc.addr)
+            sb, cb = ev.ev(acc.base)
+        except Unevaluable:
+            return None
+        if sym_add(sy, sb, -1):
+            return None
+        mod = 1 << max(8, type_bits(acc.addr.type)) if acc.addr.type != "ptr" else 1 << 64
+        cs = c if isinstance(c, list) else [c] * ev.n
+        base_c = cb if isinstance(cb, int) else None
+        if base_c is None:
+            return None
+        limit = buf.bytes - acc.width  # the last byte offset the access may start at
+        if base_c <= min(cs) and max(cs) - base_c <= limit:
+            continue  # every thread in bounds (no wrap-around either)
+        for t, x in enumerate(cs):
+            if (x - base_c) % mod > limit and (act is None or act[t]):
+                return t
+    return "clear"
+
+
+def _signed(x, w: int):
+    if not isinstance(x, int):
+        return x
+    return x - (1 << w) if x >= 1 << (w - 1) else x

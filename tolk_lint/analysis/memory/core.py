@@ -1,0 +1,179 @@
+"""What every search over one kernel's shared memory shares (`MemoryCore`).
+
+The accesses and the values their addresses are built from, the loop
+shapes, the uniformity facts, the barrier phases, the program order, the
+concrete pass's evaluators (one per assignment of loop trips), the kernel's
+one Z3 context, and the counters the searches keep. The searches
+(`races`, `bounds`, `banks`) take it; `facts.MemoryFacts` is it with the
+searches' results on top.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tolk_lint.analysis import smt
+from tolk_lint.analysis.memory.accesses import Canon, collect_accesses
+from tolk_lint.analysis.memory.evaluator import ThreadEval
+from tolk_lint.analysis.memory.loops import constant_trip_count, geometric_counters, shifted_ivs, trip_period
+from tolk_lint.analysis.memory.order import ProgramOrder
+from tolk_lint.analysis.memory.phases import Phases
+from tolk_lint.analysis.memory.query import Query, solve_bv
+from tolk_lint.ir.cfg import Loop, cfg_of
+from tolk_lint.ir.nodes import Kernel, Module, Value
+from tolk_lint.ir.opcodes import Opcode
+
+O = Opcode
+
+STATS = {"kernels": 0, "queries": 0, "seconds": 0.0, "pairs": 0}  # of this process, over every kernel
+
+
+class MemoryCore:
+    """One kernel's accesses, phases, evaluators and solver context: what the
+    searches for races, out-of-bounds accesses and bank conflicts share."""
+
+    def __init__(self, kernel: Kernel, module: Module | None, settings=None, target=None):
+        self.k = kernel
+        self.module = module
+        self.settings = settings
+        self.target = target
+        self.cfg = cfg_of(kernel)
+        self.canon = Canon(kernel)
+        self.accesses = collect_accesses(kernel, self.canon)
+        self.shared = [a for a in self.accesses if a.space == "shared"]
+        self.addr_values: dict[str, Value] = {}
+        for ins in kernel.instrs():
+            if ins.op is O.ADDR and ins.attrs.get("buffer") not in self.addr_values:
+                self.addr_values[ins.attrs.get("buffer")] = ins.result
+        self.rlimit = getattr(settings, "solver_rlimit", None) or smt.DEFAULT_RLIMIT
+        self.ivs: dict[Value, tuple[Loop, Any]] = {}
+        for lp in self.cfg.loops:
+            for iv in lp.ivs:
+                if iv.step is not None:  # constant steps only: the address algebra needs them
+                    self.ivs[iv.phi] = (lp, iv)
+        self.shifted = shifted_ivs(self.cfg, self.ivs)
+        self._evals: dict[tuple, ThreadEval] = {}
+        self._same: dict[int, bool] = {}  # `_same_facts`, by id of the facts
+        self._q: Query | None = None
+        self.order = ProgramOrder(kernel, self.cfg)
+        self.geo = geometric_counters(kernel, self.canon)
+        self._const_trips: dict[Loop, int | None] = {}
+        self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()
+                         if i.op is O.SPECIAL and i.attrs.get("name", "").startswith(("tid.", "ntid."))}  # fmt: skip
+        self.period = trip_period(kernel)
+        self.concrete_cleared = 0  # pairs and accesses the concrete pass cleared without the solver
+        self._info = None
+        self._phases: Phases | None = None
+        self.queries = 0  # questions asked of the solver
+        self.seconds = 0.0  # spent computing the facts
+        self.unknown = 0  # questions the solver gave up on
+        self.truncated = False  # more candidate pairs than the race search asks about
+
+    @property
+    def info(self):
+        """The workgroup level's uniformity facts (the kernel's cached analysis)."""
+        if self._info is None:
+            from tolk_lint.analysis.uniform import uniformity
+
+            u = self.k.cached("uniformity", lambda k: uniformity(k, self.module, self.settings))
+            self._info = u.workgroup
+            self._warp_info = u.warp
+        return self._info
+
+    @property
+    def warp_info(self):
+        """The warp level's uniformity facts."""
+        self.info  # noqa: B018
+        return self._warp_info
+
+    @property
+    def phases(self) -> Phases:
+        """The barrier phases, knowing the uniform two-way branches outside loops."""
+        if self._phases is None:
+            self._phases = Phases(self.k, self.module, self.shared)
+            info = self.info
+            self._phases.uniform_branches = {
+                b for b in self.k.blocks
+                if b.terminator is not None and b.terminator.op is O.BRANCH and not self.cfg.loops_around(b)
+                and b not in info.divergent_branches and b in self.cfg.order
+            }  # fmt: skip
+        return self._phases
+
+    @property
+    def concrete_block(self) -> tuple[tuple[int, int, int] | None, bool]:
+        """The block the concrete pass evaluates every thread of, and whether
+        it is an assumption. Without a launch shape, a kernel that reads only
+        tid.x is run as the largest flat block its bounds allow: each smaller
+        flat block's threads are among its threads and compute the same
+        addresses under the same conditions (ntid stays symbolic), so a pair
+        cleared there is cleared for every allowed block."""
+        block = self.k.launch.block
+        if block is not None:
+            return (block, False) if block[0] * block[1] * block[2] <= 1024 else (None, False)
+        if self.tid_dims & {"y", "z"}:
+            return None, False
+        n = self.k.launch.max_threads or 1024
+        return ((n, 1, 1), True) if 0 < n <= 1024 else (None, False)
+
+    def evaluator(self, ctx: tuple, info=None) -> ThreadEval | None:
+        """The concrete pass's evaluator for the loop trips ``ctx``, over the
+        uniformity facts ``info`` (the workgroup level's by default), shared
+        by every rule that asks for the same."""
+        block, assumed = self.concrete_block
+        if block is None:
+            return None
+        if info is None or self._same_facts(info):
+            info = self.info
+        key = (info is self.info,) + tuple((id(lp),) + r for lp, r in ctx)
+        ev = self._evals.get(key)
+        if ev is None:
+            ev = self._evals[key] = ThreadEval(self, block, info, dict(ctx), assumed=assumed)
+        return ev
+
+    def _same_facts(self, info) -> bool:
+        """Whether ``info`` holds the facts an evaluator reads (varying values,
+        divergent loops) exactly as the workgroup level does: then the two
+        levels share evaluators (most kernels, before any Z3 proof)."""
+        if info is self.info:
+            return True
+        got = self._same.get(id(info))
+        if got is None:
+            got = self._same[id(info)] = (info.varying == self.info.varying
+                                          and info.divergent_loops == self.info.divergent_loops)  # fmt: skip
+        return got
+
+    def const_trips(self, lp: Loop) -> int | None:
+        """The trip count of a loop with a constant start, step and bound (cached)."""
+        got = self._const_trips.get(lp)
+        if got is not None or lp in self._const_trips:
+            return got
+        count = self._const_trips[lp] = constant_trip_count(self.cfg, lp)
+        return count
+
+    def query(self) -> Query:
+        """The kernel's one Z3 context (encoder, memo, trip symbols)."""
+        if self._q is None:
+            self._q = Query(self)
+        return self._q
+
+    def solve(self, q: Query, goal, rlimit: int | None = None, fallback: bool = True) -> smt.Verdict:
+        """`solve_bv` on the query's context, counted."""
+        self.queries += 1
+        STATS["queries"] += 1
+        v = solve_bv(q.enc, goal, rlimit or self.rlimit, fallback)
+        if v.status == "unknown":
+            self.unknown += 1
+        return v
+
+    def assumed_launch(self) -> str:
+        """The launch shape a finding assumes, in words ("" when the launch gives it)."""
+        lb = self.k.launch
+        if lb.block is not None:
+            return ""
+        if lb.reqntid:
+            return f"a block of {'x'.join(str(x) for x in lb.reqntid)} threads (.reqntid)"
+        flat = "" if ("y" in self.tid_dims or "z" in self.tid_dims) else ", one-dimensional as the kernel reads only tid.x"
+        if lb.max_threads:
+            src = ".maxntid" if lb.maxntid else (lb.source or "the configured bounds")
+            return f"a block of at most {lb.max_threads} threads ({src}{flat})"
+        return f"any block of at most 1024 threads (no launch shape given{flat})"

@@ -1,0 +1,222 @@
+"""Loop shapes the memory analysis reads off the IR.
+
+A loop's trip count when its start, step and bound are constants
+(`constant_trip_count`); header PHIs that are an induction variable shifted
+by a constant (`shifted_ivs`: nvcc's unrolled copy loops) or a counter
+multiplied or divided by a power of two each trip (`geometric_counters`:
+``s //= 2``); the multiply-and-shift a compiler divides by a constant with
+(`magic_division`); and the trip period the concrete pass enumerates
+residues over (`trip_period`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from tolk_lint.ir.cfg import CFG, Loop, cfg_of
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_signed, type_bits
+from tolk_lint.ir.opcodes import Opcode
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.memory.accesses import Canon
+
+O = Opcode
+
+
+def const_int(v: Value | None) -> int | None:
+    """The value of an integer constant (not a bool), else None."""
+    d = v.defn if v is not None else None
+    if d is not None and d.op is O.CONST and isinstance(d.attrs.get("value"), int) and \
+            not isinstance(d.attrs.get("value"), bool):  # fmt: skip
+        return d.attrs["value"]
+    return None
+
+
+def inside_successor(branch: Instr, lp: Loop) -> Block:
+    """The target of a loop's exit branch that stays in the loop."""
+    tt, ff = branch.targets()
+    return tt if tt in lp.blocks else ff
+
+
+def constant_trip_count(cfg: CFG, lp: Loop) -> int | None:
+    """The trip count of a loop with a constant start, step and bound."""
+    count = None
+    always = [ex for ex in lp.exits if all(cfg.dominates(ex.branch.block, l) for l in lp.latches)]
+    if len(always) == 1 and len(lp.exits) == 1:
+        ex = always[0]
+        iv = ex.iv
+        cv = const_int(ex.bound) if ex.bound is not None else None
+        st = const_int(iv.start) if iv is not None else None
+        d = ex.cond.defn
+        if iv is not None and iv.step is not None and cv is not None and st is not None and d is not None and d.op is O.CMP:
+            swapped = d.args[0] is ex.bound or const_int(d.args[0]) is not None and d.args[1] in (iv.phi, iv.next)
+            for trip in range(0, 257):
+                x = st + iv.step * (trip + (1 if ex.uses_next else 0))
+                a0, b0 = (cv, x) if swapped else (x, cv)
+                c = {"lt": a0 < b0, "le": a0 <= b0, "gt": a0 > b0, "ge": a0 >= b0, "eq": a0 == b0,
+                     "ne": a0 != b0, "lo": a0 < b0, "ls": a0 <= b0, "hi": a0 > b0,
+                     "hs": a0 >= b0}.get(d.attrs.get("cmp", ""))  # fmt: skip
+                if c is None:
+                    break
+                if bool(c) == ex.exits_when:
+                    # leaves at this trip: header tests run `trip` bodies, latch tests `trip + 1`
+                    count = trip + (1 if ex.uses_next else 0)
+                    break
+    return count
+
+
+def shifted_ivs(cfg, ivs: dict) -> dict:
+    """Header PHIs ``x = phi(s, y + c)`` (or ``phi(s, y)``, ``phi(s, y - c)``)
+    with ``y`` a constant-step induction variable of the same loop and ``c`` a
+    constant: x -> (loop, y's induction variable, c, s). Whether ``x`` is
+    itself an induction variable (``s = y.start - step + c``) is for the
+    concrete pass to check, thread by thread."""
+    out: dict = {}
+    for lp in cfg.loops:
+        for phi in lp.header.phis():
+            x = phi.result
+            if x in ivs:
+                continue
+            pairs = list(zip(lp.header.preds, phi.args))
+            outside = {a for p, a in pairs if p not in lp.blocks}
+            inside = {a for p, a in pairs if p in lp.blocks}
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            (nxt,) = inside
+            y, c = nxt, 0
+            d = nxt.defn
+            if d is not None and d.op in (O.ADD, O.SUB) and len(d.args) == 2:
+                a0, a1 = d.args
+                orders = ((a0, a1), (a1, a0)) if d.op is O.ADD else ((a0, a1),)
+                for a, b in orders:
+                    k = const_int(b)
+                    if k is not None and a in ivs:
+                        y, c = a, (k if d.op is O.ADD else -k)
+                        break
+            hit = ivs.get(y)
+            if hit is None or hit[0] is not lp:
+                continue
+            out[x] = (lp, hit[1], c, next(iter(outside)))
+    return out
+
+
+def magic_division(d: Instr, canon) -> tuple[Value, int] | None:
+    """``(x * M) >> s`` (``mul.wide``/``mul.lo`` then a right shift), the way a
+    compiler divides an unsigned 32-bit ``x`` by a constant: (x, divisor)."""
+    if d.op is not O.SHR or len(d.args) != 2 or d.attrs.get("signed"):
+        return None
+    s = const_int(d.args[1])
+    m = canon(d.args[0]).defn
+    if s is None or m is None or m.op is not O.MUL or len(m.args) != 2:
+        return None
+    M = const_int(m.args[1])
+    x = m.args[0]
+    if M is None:
+        M, x = const_int(m.args[0]), m.args[1]
+    if M is None:
+        return None
+    M &= (1 << 32) - 1
+    shift = s + (32 if m.attrs.get("hi") else 0)
+    if m.attrs.get("hi") and m.attrs.get("wide"):
+        return None
+    if not m.attrs.get("hi") and type_bits(m.result.type) < 64:
+        return None
+    if M == 0 or not 32 <= shift < 64:
+        return None
+    div = round((1 << shift) / M)
+    if div < 2 or div > 1 << 16:
+        return None
+    for x0 in (*range(0, 3000), (1 << 32) - 1, (1 << 31) + 7, 123456789, 4000000000):
+        if (x0 * M) >> shift != x0 // div:
+            return None
+    return x, div
+
+
+def geometric_counters(kernel: Kernel, canon: Canon) -> dict:
+    """Header PHIs multiplied or divided by a power of two each trip:
+    phi -> (start, "left"/"right", bits per trip, "logical"/"arith"/"trunc")."""
+    out = {}
+    cfg = cfg_of(kernel)
+    for lp in cfg.loops:
+        ivs = {iv.phi for iv in lp.ivs}
+        for phi in lp.header.phis():
+            v = phi.result
+            if v in ivs:
+                continue
+            outside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p not in lp.blocks}
+            inside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks}
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            nxt = next(iter(inside))
+            d = nxt.defn
+            if d is None or len(d.args) != 2 or d.op not in (O.MUL, O.SHL, O.DIV, O.SHR):
+                continue
+            a0, a1 = canon(d.args[0]), canon(d.args[1])
+            if a0 is not v and not (d.op is O.MUL and a1 is v):
+                continue
+            other = a1 if a0 is v else a0
+            c = other.defn.attrs.get("value") if other.defn is not None and other.defn.op is O.CONST else None
+            if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
+                continue
+            signed = d.attrs.get("signed")
+            if signed is None:
+                signed = is_signed(v.type) or is_signed(nxt.type)
+            if d.op in (O.SHL, O.SHR):
+                bits = c
+            elif c & (c - 1) == 0:
+                bits = c.bit_length() - 1
+            else:
+                continue
+            if bits == 0:
+                continue
+            if d.op in (O.MUL, O.SHL):
+                out[v] = (next(iter(outside)), "left", bits, "")
+            elif d.op is O.SHR:
+                out[v] = (next(iter(outside)), "right", bits, "arith" if signed else "logical")
+            else:
+                kind = "arith" if d.attrs.get("floor") else ("trunc" if signed else "logical")
+                out[v] = (next(iter(outside)), "right", bits, kind)
+    return out
+
+
+def trip_period(kernel: Kernel, cap: int = 48) -> int:
+    """The trip period the concrete pass enumerates: the lcm of the small
+    masks, moduli and shifts the kernel applies (``k & 1``, ``k % 3``)."""
+    cands = set()
+    cfg = cfg_of(kernel)
+    dep: set[Value] = set()  # values that depend on a loop's trip
+    for lp in cfg.loops:
+        for phi in lp.header.phis():
+            dep.add(phi.result)
+    with_results = [ins for ins in kernel.instrs() if ins.results]
+    for _ in range(3):
+        n = len(dep)
+        for ins in with_results:
+            if (ins.op is not O.PHI or ins.results[0] not in dep) and not dep.isdisjoint(ins.args):
+                dep.update(ins.results)
+        if len(dep) == n:
+            break
+    for ins in kernel.instrs():
+        magic = magic_division(ins, lambda v: v) if ins.op is O.SHR else None
+        if magic is not None and magic[0] in dep and magic[1] <= 16:
+            cands.add(magic[1])
+            continue
+        if ins.op not in (O.AND, O.REM, O.DIV, O.SHR) or len(ins.args) != 2 or ins.args[0] not in dep:
+            continue
+        d = ins.args[1].defn
+        if d is None or d.op is not O.CONST or not isinstance(d.attrs.get("value"), int):
+            continue
+        c = d.attrs["value"]
+        if ins.op is O.AND and c >= 0 and (c + 1) & c == 0 and 2 <= c + 1 <= 16:
+            cands.add(c + 1)
+        elif ins.op in (O.REM, O.DIV) and 2 <= c <= 16:
+            cands.add(c)
+        elif ins.op is O.SHR and 1 <= c <= 4:
+            cands.add(1 << c)
+    p = 1
+    for c in sorted(cands):
+        q = p * c // math.gcd(p, c)
+        if q <= cap:
+            p = q
+    return p

@@ -1,0 +1,44 @@
+"""Phrases the memory rules (TL201-TL204) share: how a message names an
+access, what it does to the memory, and what the solver said."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tolk_lint.analysis.memory.accesses import instr_text
+from tolk_lint.ir.opcodes import Opcode
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.memory.accesses import Access
+    from tolk_lint.analysis.memory.race_findings import Race
+
+O = Opcode
+
+
+def access_text(a: Access) -> str:
+    """How a message names an access: the PTX statement, or the Python line."""
+    ins = a.instr
+    k = ins.block.kernel if ins.block is not None else None
+    if k is not None and k.language == "python":
+        kind = {"read": "the load", "write": "the store", "atomic": "the atomic", "copy": "the async copy"}[a.kind]
+        return f"{kind} at line {a.line}"
+    return f"`{instr_text(ins)}`"
+
+
+def verb(a: Access) -> str:
+    """What the access does to the memory, as a message's verb."""
+    if a.instr.op is O.WMMA_LOAD:
+        return "loads a fragment from"
+    if a.instr.op is O.WMMA_STORE:
+        return "stores a fragment into"
+    return {"read": "reads", "write": "writes", "atomic": "atomically updates", "copy": "copies into"}[a.kind]
+
+
+def solver_note(r: Race) -> str:
+    """The end of a race's message: its witness, or that the solver gave up."""
+    if r.solver == "unknown":
+        return (f"; the solver gave up ({r.reason or 'resource limit'}) before proving the two accesses apart, "
+                "so the pair is reported")  # fmt: skip
+    if r.witness and r.witness.get("description"):
+        return f"; for example {r.witness['description']}"
+    return ""

@@ -1,0 +1,438 @@
+"""The solver's side of the memory queries: one Z3 context per kernel.
+
+A `Query` turns an access at given loop trips into terms: its trips
+(anchored at a phase start, exact, or free), the conditions under which the
+thread runs it (valid trips, the paths to it, the exit trips of the loops
+it left, counted exits that do not wrap), its footprint, and its staying
+inside its array. The shared buffers are laid out disjoint, aligned and
+below the shared window. `solve_bv` asks the questions through a
+bit-blasting tactic with the deterministic resource limit, `model_value`
+reads a model.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from tolk_lint.analysis import smt
+from tolk_lint.analysis.memory.encoder import MemoryEncoder
+from tolk_lint.analysis.memory.loops import inside_successor
+from tolk_lint.ir.cfg import Loop
+from tolk_lint.ir.nodes import Block
+from tolk_lint.ir.opcodes import Opcode
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.memory.accesses import Access
+    from tolk_lint.analysis.memory.core import MemoryCore
+    from tolk_lint.analysis.memory.phases import Vec
+
+O = Opcode
+
+TRIP_BOUND = 1 << 28  # no loop of a kernel runs more trips than this
+SHARED_WINDOW = 1 << 24  # shared addresses live below this
+
+
+class Query:
+    """One Z3 context: one access of thread 0 against partners of thread 1
+    (or of thread 0 itself)."""
+
+    def __init__(self, mf: MemoryCore):
+        self.mf = mf
+        self.k = mf.k
+        self.enc = MemoryEncoder(self.k, mf.info, "workgroup", point=None)
+        self.enc.canon = mf.canon
+        self.enc.geo = mf.geo
+        self.z3 = self.enc.z3
+        self.anchors: dict[Loop, Any] = {}
+        self._free_names: set[str] = set()
+        self._cache: dict[tuple, Any] = {}
+        self.base_constraints: list = []
+        self.trips_of: dict[tuple, dict[Loop, Any]] = {}
+        smt._assume(self.enc)
+        self._layout()
+        if self.k.launch.block is None:
+            # a kernel that never reads tid.y (tid.z) is launched with a flat block
+            for d, dim in ((1, "y"), (2, "z")):
+                if dim not in mf.tid_dims:
+                    self.enc.constraints.append(self.enc.ntid[d] == 1)
+
+    def _layout(self) -> None:
+        """Shared buffers are disjoint, aligned and below the shared window."""
+        z3 = self.z3
+        enc = self.enc
+        if self.k.language == "python":
+            return
+        bases = []
+        for name, buf in self.k.buffers.items():
+            if buf.space != "shared":
+                continue
+            v = self.mf.addr_values.get(name)
+            if v is None:
+                continue
+            try:
+                b = enc.fit(enc.enc(v, 0), 64)
+            except Exception:  # noqa: BLE001
+                continue
+            al = max(1, buf.align or 1)
+            c = [z3.ULT(b, SHARED_WINDOW)]
+            if al & (al - 1) == 0 and al > 1:
+                c.append(b & (al - 1) == 0)
+            enc.constraints.extend(c)
+            bases.append((b, buf))
+        for i in range(len(bases)):
+            for j in range(i + 1, len(bases)):
+                (a, ba), (b, bb) = bases[i], bases[j]
+                na, nb = ba.bytes, bb.bytes
+                if ba.dynamic or na is None:
+                    if nb is not None and not bb.dynamic:
+                        enc.constraints.append(z3.UGE(a, b + nb))
+                    continue
+                if bb.dynamic or nb is None:
+                    enc.constraints.append(z3.UGE(b, a + na))
+                    continue
+                enc.constraints.append(z3.Or(z3.ULE(a + na, b), z3.ULE(b + nb, a)))
+
+    # trips -------------------------------------------------------------------------
+    def trip_exprs(self, acc: Access, vec: Vec, tag: str) -> dict[Loop, Any]:
+        z3 = self.z3
+        w = self.enc._trip_width
+        out: dict[Loop, Any] = {}
+        for lp, k, n in vec:
+            if k[0] == "h":
+                continue
+            k = k[1:] if k[0] == "x" else k
+            if k in ("relge", "absge"):
+                extra = z3.BitVec(f"g_{lp.header.name}_{tag}", w)
+                if k == "relge":
+                    s = self.anchors.get(lp)
+                    if s is None:
+                        s = self.anchors[lp] = z3.BitVec(f"s_{lp.header.name}", w)
+                        self.enc.constraints += [s >= 0, s < TRIP_BOUND]
+                    base = s + n
+                else:
+                    base = z3.BitVecVal(n, w)
+                # extra >= 0 and small: the trip bound in `conditions` keeps the sum in range
+                out[lp] = base + z3.ZeroExt(w - 28, z3.Extract(27, 0, extra))
+                continue
+            if k == "rel":
+                s = self.anchors.get(lp)
+                if s is None:
+                    s = self.anchors[lp] = z3.BitVec(f"s_{lp.header.name}", w)
+                    self.enc.constraints += [s >= 0, s < TRIP_BOUND]
+                out[lp] = s + n if n else s
+            elif k == "abs":
+                out[lp] = z3.BitVecVal(n, w)
+            else:
+                # bounded by `conditions` (kept out of the shared constraints, which every query carries)
+                out[lp] = z3.BitVec(f"k_{lp.header.name}_{tag}", w)
+        return out
+
+    def cached(self, key: tuple, compute):
+        """Per-kernel memo of encodings (conditions, footprints) by access,
+        trip relations and thread: the query context is shared by all pairs."""
+        got = self._cache.get(key)
+        if got is None:
+            got = self._cache[key] = compute()
+        return got
+
+    def context(self, trips: dict[Loop, Any]) -> None:
+        self.enc.trips = {lp: (e, e) for lp, e in trips.items()}
+
+    def history(self, vec: Vec, t: int, trips: dict[Loop, Any], tag: str) -> list:
+        """Where the thread left an inner loop in the trip of its enclosing
+        loop before this one (``h`` entries): that loop really ran so."""
+        z3 = self.z3
+        enc = self.enc
+        out = []
+        w = enc._trip_width
+        for lp, k, n in vec:
+            if k[0] != "h" or lp.parent is None or lp.parent not in trips:
+                continue
+            if k == "hrel":
+                sym = self.anchors.get(lp)
+                if sym is None:
+                    sym = self.anchors[lp] = z3.BitVec(f"s_{lp.header.name}", w)
+                    enc.constraints += [sym >= 0, sym < TRIP_BOUND]
+                T = sym + n
+            elif k == "habs":
+                T = z3.BitVecVal(n, w)
+            else:
+                continue
+            ctx = dict(trips)
+            ctx.pop(lp, None)
+            ctx[lp.parent] = trips[lp.parent] - 1
+            self.context(ctx)
+            try:
+                here = enc.exits_at(lp, t, T)
+                prev = enc.exits_at(lp, t, T - 1)
+            except Exception:  # noqa: BLE001
+                continue
+            out += [trips[lp.parent] >= 1, T >= 0] + self.geometric(lp, T) + self.geometric(lp.parent, trips[lp.parent])
+            if here is not None:
+                out.append(here)
+            if prev is not None:
+                out.append(z3.Or(T == 0, z3.Not(prev)))
+        self.context(trips)
+        return out
+
+    def conditions(self, acc: Access, t: int, trips: dict[Loop, Any], vec: Vec = ()) -> list:
+        """The thread runs ``acc`` at these trips: valid trips, the paths to it,
+        and the exit trips of the loops it came out of."""
+        z3 = self.z3
+        enc = self.enc
+        out = self.history(vec, t, trips, "h") if vec else []
+        self.context(trips)
+        loops = self.mf.phases.loops(acc.instr.block)
+        inside = set(loops)
+        for lp, k in trips.items():
+            if lp in inside:
+                continue
+            out += [k >= 0, k < TRIP_BOUND] + self.geometric(lp, k)
+            try:
+                here = enc.exits_at(lp, t, k)
+                prev = enc.exits_at(lp, t, k - 1)
+            except Exception:  # noqa: BLE001
+                here = prev = None
+            if here is not None:
+                out.append(here)
+            if prev is not None:
+                out.append(z3.Or(k == 0, z3.Not(prev)))
+        for lp in loops:
+            k = trips[lp]
+            out.append(k >= 0)
+            out.append(k < TRIP_BOUND)
+            try:
+                prev = enc.exits_at(lp, t, k - 1)
+            except Exception:  # noqa: BLE001
+                prev = None
+            if prev is not None:
+                out.append(z3.Or(k == 0, z3.Not(prev)))
+            out += self.counted(lp, t, k, acc.instr.block)
+        out += self.reach(acc.instr.block, t)
+        return out
+
+    def geometric(self, lp: Loop, k) -> list:
+        """A counter multiplied or divided by 2^s each trip runs fewer than
+        width / s trips (a doubling one would wrap to 0, a halving one is 0
+        by then): without this bound a wrapped counter makes any trip valid."""
+        out = []
+        for phi in lp.header.phis():
+            g = (self.mf.geo or {}).get(phi.result)
+            if g is None:
+                continue
+            w = self.enc.width(phi.result.type)
+            out.append(k * g[2] < w)
+        return out
+
+    def counted(self, lp: Loop, t: int, k, block: Block) -> list:
+        """What the loop's counted exits say of trip ``k`` beyond "not left at
+        k - 1": induction variables do not wrap (a compiler's loop counter
+        never does), and a ``!=`` exit at a bound ``start + n * step`` runs
+        exactly n trips."""
+        z3 = self.z3
+        enc = self.enc
+        cfg = self.mf.cfg
+        out = self.geometric(lp, k)
+        for ex in lp.exits:
+            iv = ex.iv
+            if iv is None or iv.step is None or ex.bound is None or not all(
+                cfg.dominates(ex.branch.block, l) for l in lp.latches
+            ):  # a loop-invariant, non-constant step: no closed form here
+                continue
+            try:
+                start = enc._bv(enc.enc(iv.start, t))
+                bound = enc._bv(enc.enc(ex.bound, t))
+            except Exception:  # noqa: BLE001
+                continue
+            if z3.is_bool(start) or z3.is_bool(bound):
+                continue
+            w = start.size()
+            if w >= 128:
+                continue  # Python integers do not wrap
+            bound = enc.fit(bound, w, ex.cmp in ("lt", "le", "gt", "ge"))
+            K = enc.fit(k, 2 * w + 2, False)
+            step = iv.step
+            last = K + (1 if ex.uses_next else 0)
+            if ex.cmp in ("lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"):
+                signed = ex.cmp in ("lt", "le", "gt", "ge")
+                S = z3.SignExt(w + 2, start) if signed else z3.ZeroExt(w + 2, start)
+                V = S + z3.BitVecVal(step, 2 * w + 2) * last
+                if signed:
+                    out += [V >= -(1 << (w - 1)), V < (1 << (w - 1))]
+                else:
+                    out += [V >= 0, V < (1 << w)]
+            elif ex.cmp == "ne" and not ex.exits_when and step != 0:
+                # runs while iv != bound: n = (bound - start) / step trips
+                dist = (bound - start) if step > 0 else (start - bound)
+                D = z3.ZeroExt(w + 2, dist)
+                strict = ex.uses_next or cfg.dominates(inside_successor(ex.branch, lp), block)
+                lhs = K * abs(step)
+                out.append(z3.ULT(lhs, D) if strict else z3.ULE(lhs, D))
+        return out
+
+    def reach(self, block: Block, t: int) -> list:
+        z3 = self.z3
+        enc = self.enc
+        out = []
+        try:
+            pc = enc.path_condition(block, t)
+        except Exception:  # noqa: BLE001
+            pc = None
+        if pc is not None:
+            out.append(pc)
+        for lp in self.mf.cfg.loops_around(block):
+            terms = []
+            for p in lp.header.preds:
+                if p in lp.blocks:
+                    continue
+                try:
+                    pcp = enc.path_condition(p, t)
+                    if pcp is None:
+                        terms = None
+                        break
+                    terms.append(z3.And(pcp, enc._edge(p, lp.header, t)))
+                except Exception:  # noqa: BLE001
+                    terms = None
+                    break
+            if terms:
+                out.append(z3.Or(*terms) if len(terms) > 1 else terms[0])
+        return out
+
+    # addresses ------------------------------------------------------------------------
+    def footprint(self, acc: Access, t: int, trips: dict[Loop, Any]):
+        """(start, width) in bytes: 64-bit (PTX) or 128-bit (Python) vectors."""
+        z3 = self.z3
+        enc = self.enc
+        self.context(trips)
+        python = self.k.language == "python"
+        W = 64
+        if python and acc.index is not None and acc.buffer is not None and all(d for d in acc.buffer.shape) \
+                and len(acc.index) == len(acc.buffer.shape):  # fmt: skip
+            lin = None
+            for i, (x, dim) in enumerate(zip(acc.index, acc.buffer.shape)):
+                e = enc.fit(enc.enc(x, t), W, True)
+                e = z3.If(e < 0, e + dim, e)  # Numba wraps negative indices
+                lin = e if lin is None else lin * dim + e
+            base = enc.shared(f"pybuf:{acc.root}", "s64")
+            start = enc.fit(base, W) + lin * acc.elem
+        else:
+            start = enc._bv(enc.enc(acc.addr, t))
+            W = start.size()
+        width: Any = acc.width
+        if acc.fragment is not None:
+            rows, row_bytes, stride, e = acc.fragment
+            if stride is not None:
+                s = enc.fit(enc.enc(stride, t), W, False)
+                width = (rows - 1) * s * e + row_bytes
+            else:
+                width = rows * row_bytes
+        return start, width
+
+    def in_bounds(self, acc: Access, t: int, trips, f) -> list:
+        """The access stays inside its array (an access that leaves it is
+        TL202's finding, not a race on the array)."""
+        z3 = self.z3
+        enc = self.enc
+        buf = acc.buffer
+        if buf is None or buf.dynamic or acc.fragment is not None:
+            return []
+        self.context(trips)
+        try:
+            if self.k.language == "python" and acc.index is not None and len(acc.index) == len(buf.shape) \
+                    and all(buf.shape):  # fmt: skip
+                out = []
+                for x, dim in zip(acc.index, buf.shape):
+                    e = enc.fit(enc.enc(x, t), 64, True)
+                    out += [e >= -dim, e < dim]
+                return out
+            nbytes = buf.bytes
+            if nbytes is None or acc.base is None or not isinstance(f[1], int) or f[1] > nbytes:
+                return []
+            start = f[0]
+            base = enc.fit(enc._bv(enc.enc(acc.base, t)), start.size(), False)
+            return [z3.ULE(start - base, nbytes - f[1])]
+        except Exception:  # noqa: BLE001
+            return []
+
+    def overlap(self, f0, f1):
+        """The byte ranges meet (computed in the addresses' own width, so a
+        common base cancels)."""
+        z3 = self.z3
+        (a, wa), (b, wb) = f0, f1
+        if a.size() != b.size():
+            n = max(a.size(), b.size())
+            a, b = self.enc.fit(a, n), self.enc.fit(b, n)
+            wa = wa if isinstance(wa, int) else self.enc.fit(wa, n)
+            wb = wb if isinstance(wb, int) else self.enc.fit(wb, n)
+        if not isinstance(wa, int) and wa.size() != a.size():
+            wa = self.enc.fit(wa, a.size())
+        if not isinstance(wb, int) and wb.size() != b.size():
+            wb = self.enc.fit(wb, b.size())
+        wa = wa if not isinstance(wa, int) else z3.BitVecVal(wa, a.size())
+        wb = wb if not isinstance(wb, int) else z3.BitVecVal(wb, b.size())
+        return z3.Or(z3.ULT(b - a, wa), z3.ULT(a - b, wb))
+
+    def warp_rel(self, same: bool | None):
+        if same is None:
+            return None
+        z3 = self.z3
+        w0 = z3.UDiv(self.enc.linear(0), 32)
+        w1 = z3.UDiv(self.enc.linear(1), 32)
+        return w0 == w1 if same else w0 != w1
+
+    def stored_value(self, acc: Access, t: int, trips):
+        ins = acc.instr
+        if ins.op is not O.STORE or len(ins.args) < 2:
+            return None
+        self.context(trips)
+        vals = [self.enc._bv(self.enc.enc(v, t)) for v in ins.args[1:]]
+        if ins.attrs.get("gate") is True or ins.attrs.get("gated") is True:
+            vals = vals[:-1]
+        if not vals:
+            return None
+        return vals[0] if len(vals) == 1 else self.z3.Concat(*vals)
+
+
+def solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
+    """`smt.solve`'s question through a bit-blasting tactic (simplify, solve
+    equations, drop unconstrained terms, Ackermannize the uninterpreted
+    functions, bit-blast, SAT): the memory queries are pure bit-vector
+    arithmetic over many small terms, where this is a few times faster than
+    the default solver. Same deterministic resource limit; when the tactic
+    cannot decide for another reason, `smt.solve` answers."""
+    z3 = smt.z3mod()
+    tactic = smt.tactic("memory", lambda z3: z3.Then("simplify", "propagate-values", "solve-eqs", "elim-uncnstr",
+                                                      "simplify", "ackermannize_bv", "bit-blast", "sat"))  # fmt: skip
+    smt.STATS["queries"] += 1
+    start = time.perf_counter()
+    try:
+        s = tactic.solver()
+        s.set("rlimit", rlimit)
+        s.add(*enc.constraints)
+        s.add(goal)
+        r = smt.check_within_budget(s)
+        reason = s.reason_unknown() if r == z3.unknown else ""
+    except z3.Z3Exception as e:  # noqa: F841
+        r, reason = None, "tactic failed"
+    smt.STATS["seconds"] += time.perf_counter() - start
+    if r == z3.unsat:
+        smt.STATS["unsat"] += 1
+        return smt.Verdict("unsat")
+    if r == z3.sat:
+        smt.STATS["sat"] += 1
+        return smt.Verdict("sat", s.model())
+    if "resource" in (reason or "") or not fallback:
+        smt.STATS["unknown"] += 1
+        return smt.Verdict("unknown", reason="resource limit" if "resource" in (reason or "") else reason)
+    smt.STATS["queries"] -= 1
+    return smt.solve(enc, goal, rlimit)
+
+
+def model_value(model, e):
+    z3 = smt.z3mod()
+    x = model.eval(e, model_completion=True)
+    try:
+        return bool(z3.is_true(x)) if z3.is_bool(x) else x.as_long()
+    except Exception:  # noqa: BLE001
+        return str(x)

@@ -1,0 +1,424 @@
+"""The race search (TL201 shared-race, TL204 async-copy-hazard).
+
+Candidates: for TL201, the pairs of plain accesses (one of them a write)
+that one barrier phase reaches, pairs of two warps against the workgroup
+phases and pairs of one warp against the warp phases; for TL204, every
+access against the copies pending in its phase (`copies.copy_walk`), and the
+copying thread's own accesses before the wait that retires the copy.
+
+Deciding a pair: the concrete pass, then Z3
+    With the launch shape known, the concrete pass (`concrete`) evaluates
+    both addresses for every thread of the block at once
+    (`evaluator.ThreadEval`) and clears the pairs no two threads can
+    collide on, or finds a colliding pair of threads: when no loop or
+    uniform condition is left in doubt that pair is the witness, otherwise
+    Z3 confirms. Every other pair is encoded for two threads with the
+    `encoder.MemoryEncoder` (geometric loop counters like ``s //= 2`` in
+    closed form, redundant PHI webs seen through, integer trip validity
+    including "the counter does not wrap"): both footprints, the launch
+    shape, each thread's loop trips, the path conditions, the uniform
+    branches, and both accesses in bounds (an access that leaves its array
+    is TL202's finding). SAT: a race with its witness (threads, trips,
+    inputs, offset). UNSAT: ordered or disjoint. UNKNOWN: reported anyway,
+    saying the solver gave up (a pair the solver could not tell apart is
+    never dropped). Queries go through a bit-blasting tactic with the
+    deterministic resource limit (`query.solve_bv`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from tolk_lint.analysis import smt
+from tolk_lint.analysis.memory.accesses import instr_text
+from tolk_lint.analysis.memory.concrete import ConcretePairs
+from tolk_lint.analysis.memory.copies import compose, copy_walk
+from tolk_lint.analysis.memory.core import STATS
+from tolk_lint.analysis.memory.loops import inside_successor
+from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
+from tolk_lint.analysis.memory.query import model_value
+from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.memory.accesses import Access
+    from tolk_lint.analysis.memory.core import MemoryCore
+    from tolk_lint.analysis.memory.phases import Vec
+    from tolk_lint.analysis.memory.query import Query
+    from tolk_lint.ir.cfg import Loop
+
+log = logging.getLogger("tolk_lint.memory")
+
+MAX_PAIRS = 20000  # candidate pairs per kernel solved (beyond: `truncated`, and the rest are not asked)
+
+
+def find_races(mf: MemoryCore) -> list[Race]:
+    """The races of one kernel (TL201 and TL204), in the order they were found."""
+    return RaceSearch(mf).run()
+
+
+class RaceSearch:
+    """One kernel's race search: the candidate pairs of its phases, each
+    group of partners through the concrete pass, then the solver."""
+
+    def __init__(self, mf: MemoryCore):
+        self.mf = mf
+        self.concrete = ConcretePairs(mf)
+        self._found: set = set()  # (code, line, other line) of the races found: not asked about again
+        self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
+
+    def run(self) -> list[Race]:
+        """TL201's races, then TL204's hazards."""
+        if not self.mf.shared:
+            return []
+        ph = self.mf.phases
+        out: list[Race] = []
+        # TL201: plain accesses, per phase; pairs of two warps against the
+        # workgroup phases, pairs of one warp against the warp phases.
+        levels = [("workgroup", False if ph.has_warp_sync else None)]
+        if ph.has_warp_sync:
+            levels.append(("warp", True))
+        for level, same_warp in levels:
+            cands: dict[tuple, bool] = {}
+            for start in ph.starts(level):
+                reached = ph.phase_paths(start, level)
+                items = [(a, v, d) for a, vs in reached.items() if a.kind != "copy" for v, d in vs]
+                items.sort(key=lambda x: (x[0].order, vec_repr(x[1]), len(x[2])))
+                # a pair needs a writer: a reader is paired with the writers after it only
+                writers = [j for j, it in enumerate(items) if it[0].writes]
+                for i, (a, va, da) in enumerate(items):
+                    later = items[i:] if a.writes else [items[j] for j in writers[bisect.bisect_left(writers, i):]]
+                    for b, vb, db in later:
+                        if a.kind == "atomic" and b.kind == "atomic":
+                            continue
+                        if not self._may_alias(a, b) or not compatible(da, db):
+                            continue
+                        if self._infeasible(a, va, b, vb):
+                            continue
+                        key = normalize(a, va, b, vb)
+                        if a is b:
+                            alt = normalize(b, vb, a, va)
+                            if repr(vec_repr(alt[3])) < repr(vec_repr(key[3])):
+                                key = alt
+                        cands[key] = False
+            out += self._solve_pairs(cands, "TL201", same_warp=same_warp)
+        # TL204: every access against the copies pending in its phase
+        copies = [a for a in self.mf.shared if a.kind == "copy"]
+        if copies:
+            cands2: dict[tuple, bool] = {}
+            walks = {c: copy_walk(ph, c) for c in copies}
+            # the phase a copy is issued in: anything in it, before or after the copy
+            for start in ph.starts("workgroup"):
+                reached = ph.phase_paths(start, "workgroup")
+                for c, vcs in reached.items():
+                    if c.kind != "copy":
+                        continue
+                    for vc, dc in vcs:
+                        for x, vxs in reached.items():
+                            if not self._may_alias(c, x):
+                                continue
+                            for vx, dx in vxs:
+                                if compatible(dc, dx) and not self._infeasible(c, vc, x, vx):
+                                    cands2[normalize(c, vc, x, vx)] = False
+            # the phases it stays pending in: what comes after it there
+            for c, w in walks.items():
+                for bar, wv in w.bars:
+                    reached = ph.phase(bar, "workgroup")
+                    for x, vxs in reached.items():
+                        if not self._may_alias(c, x):
+                            continue
+                        for vx in vxs:
+                            cx = compose(wv, vx)
+                            if self._infeasible(c, ph.vec0(c.instr.block), x, cx):
+                                continue
+                            key = normalize(c, ph.vec0(c.instr.block), x, cx)
+                            cands2.setdefault(key, True)
+            out += self._solve_pairs(cands2, "TL204", walks=walks)
+            # the copying thread's own accesses before the wait that retires the copy
+            own: dict[tuple, bool] = {}
+            for c, w in walks.items():
+                for x, vx in w.own:
+                    if not self._may_alias(c, x):
+                        continue
+                    own[normalize(c, ph.vec0(c.instr.block), x, vx)] = True
+            out += self._solve_pairs(own, "TL204", walks=walks, same_thread=True)
+        return out
+
+    def _infeasible(self, a: Access, va: Vec, b: Access, vb: Vec) -> bool:
+        """Two paths of one phase that a uniform loop exit splits: one thread
+        is still in the loop at a trip where the other already left it (in
+        the same trip of the enclosing loop). Every thread leaves a loop
+        whose exit is uniform at the same trip."""
+        for x, vx, y, vy in ((a, va, b, vb), (b, vb, a, va)):
+            dx = {lp: (k, n) for lp, k, n in vx}
+            for lp, k, n in vy:
+                if k not in ("hrel", "habs") or lp in self.mf.info.divergent_loops or lp.parent is None:
+                    continue
+                mine = dx.get(lp)
+                outer = lp.parent
+                if mine is None or mine[0] != k[1:]:
+                    continue
+                ox, oy = dx.get(outer), next(((kk, nn) for l2, kk, nn in vy if l2 is outer), None)
+                if ox is None or oy is None or ox[0] != oy[0] or loose(ox[0]) or oy[1] != ox[1] + 1:
+                    continue
+                if mine[1] > n or (mine[1] == n and self._past_exit_test(x, lp)):
+                    return True
+        return False
+
+    def _past_exit_test(self, acc: Access, lp: Loop) -> bool:
+        """Whether ``acc`` lies past the one exit test of ``lp`` (its in-loop target dominates it)."""
+        cfg = self.mf.cfg
+        always = [ex for ex in lp.exits if all(cfg.dominates(ex.branch.block, l) for l in lp.latches)]
+        if len(always) != 1 or len(lp.exits) != 1:
+            return False
+        return cfg.dominates(inside_successor(always[0].branch, lp), acc.instr.block)
+
+    def _may_alias(self, a: Access, b: Access) -> bool:
+        """Whether the two may touch one buffer (an unknown buffer: any, in PTX)."""
+        if a.root is None or b.root is None:
+            return self.mf.k.language != "python"
+        return a.root == b.root
+
+    # -- solving pairs ------------------------------------------------------------------
+    def _solve_pairs(self, pairs: dict[tuple, bool], code: str, same_warp: bool | None = None,
+                     walks: dict | None = None, same_thread: bool = False) -> list[Race]:  # fmt: skip
+        """Group the pairs by their first access and solve each group with
+        one disjunction, peeling off the partners each model satisfies.
+        ``pairs`` maps each pair to whether its second access is known to
+        come after the first (found by walking on from it)."""
+        # in program order: which pair of a source line is asked first (and
+        # so reported) must not depend on how the pairs were found (walks
+        # over sets of blocks), or two runs print different lines
+        items = sorted(pairs.items(), key=lambda kv: (kv[0][0].order, vec_repr(kv[0][1]),
+                                                       kv[0][2].order, vec_repr(kv[0][3])))  # fmt: skip
+        if len(items) > MAX_PAIRS:
+            self.mf.truncated = True
+            items = items[:MAX_PAIRS]
+        STATS["pairs"] += len(items)
+        groups: dict[tuple, list[tuple]] = defaultdict(list)
+        for (a, va, b, vb), after in items:
+            groups[(a, va)].append((b, vb, after))
+        out: list[Race] = []
+        for (a, va), partners in groups.items():
+            out += self._solve_group(a, va, partners, code, same_warp, walks, same_thread)
+        return out
+
+    def _direction(self, a: Access, va: Vec, b: Access, vb: Vec, after: bool) -> bool | None:
+        """Whether ``b`` comes after ``a`` in program order, when the trip
+        relations decide it (None: a ``free`` trip leaves it open)."""
+        if after:
+            return True
+        da = {lp: (k, n) for lp, k, n in va if k[0] != "h"}
+        for lp, k, n in vb:
+            if lp not in da or k[0] == "h":
+                continue
+            ka, na = da[lp]
+            if loose(k) or loose(ka) or k.lstrip("x") != ka.lstrip("x"):
+                return None
+            if n != na:
+                return n > na
+            if k != ka:
+                return k[0] == "x"  # the one that left the loop comes after
+        return self.mf.order.program_after(a, b) if a is not b else None
+
+    def _line_key(self, acc: Access):
+        ins = acc.instr
+        return ins.origin.outermost().line if ins.origin is not None else ("instr", ins.id, id(ins))
+
+    def _known(self, code: str, a: Access, b: Access, direction: bool | None) -> bool:
+        ka, kb = self._line_key(a), self._line_key(b)
+        if direction is True:
+            return (code, kb, ka) in self._found
+        if direction is False:
+            return (code, ka, kb) in self._found
+        return (code, kb, ka) in self._found and (code, ka, kb) in self._found
+
+    def _solve_group(self, a: Access, va: Vec, partners: list, code: str, same_warp, walks, same_thread) -> list[Race]:
+        z3 = smt.z3mod()
+        partners = [(b, vb, af) for b, vb, af in partners
+                    if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
+        if not partners:
+            return []
+        after_of = {(id(b), vec_repr(vb)): af for b, vb, af in partners}
+        kept, hints = self.concrete.filter_partners(a, va, [(b, vb) for b, vb, _af in partners], same_warp, same_thread)
+        # collisions the concrete pass saw exactly (no loop, every deciding
+        # branch known per thread): the two threads are the witness
+        out: list[Race] = []
+        rest = []
+        for b, vb in kept:
+            h = hints.get(id(b), {}).get(vec_repr(vb))
+            if h is not None and h[2]:
+                self._kind_vec = vb if a.kind == "copy" else None
+                r = direct_race(self.mf, a, b, h, code, walks, same_thread, self._kind_vec)
+                out.append(r)
+                self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
+            else:
+                rest.append((b, vb))
+        kept = rest
+        if not kept:
+            return out
+        try:
+            q = self.mf.query()
+            ka = (a.order, vec_repr(va), 0)
+            ta = q.trip_exprs(a, va, f"{a.order}a")
+            fa = q.cached(("fp",) + ka, lambda: q.footprint(a, 0, ta))
+            bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
+            base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
+            wr = q.warp_rel(same_warp) if not same_thread else None
+            if wr is not None:
+                base.append(wr)
+            items = []
+            t1 = 0 if same_thread else 1
+            for j, (b, vb) in enumerate(kept):
+                if same_thread and b is a and all(k == "rel" and n == 0 for _, k, n in vb):
+                    continue  # the same dynamic instance
+                side = "s" if same_thread else "b"
+                kb = (b.order, vec_repr(vb), t1, side)
+                tb = q.trip_exprs(b, vb, f"{b.order}{side}")
+                fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
+                cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
+                ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
+                if b is a and a.fragment is not None and not same_thread and same_warp is not False:
+                    # a wmma fragment is stored (loaded) by its warp's lanes
+                    # together, one `.sync.aligned` operation: two lanes of
+                    # one warp at one such instruction do not race
+                    ov.append(q.warp_rel(False))
+                if same_thread or after_of.get((id(b), vec_repr(vb))):
+                    ov.append(self._later_expr(q, a, ta, b, tb))
+                items.append((b, vb, tb, fb, z3.And(*(cond + ov)), z3.And(*ov)))
+        except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
+            log.debug("memory: encoding failed for %s: %r", instr_text(a.instr), e, exc_info=True)
+            return out + [race_finding(self.mf, a, None, b, None, code, None, "unknown", walks, same_thread, None,
+                                       reason=f"the solver could not encode it ({type(e).__name__})",
+                                       kind_vec=self._kind_vec)
+                          for b, _vb in kept[:1]]  # fmt: skip
+
+        def record(it, status, model):
+            self._kind_vec = it[1] if a.kind == "copy" else None
+            r = race_finding(self.mf, a, ta, it[0], it[2], code, q, status, walks, same_thread, model,
+                             fa=fa, fb=it[3], kind_vec=self._kind_vec)  # fmt: skip
+            ambiguous = any(loose(k) for _lp, k, _n in va) or any(loose(k) for _lp, k, _n in it[1])
+            if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous:
+                r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
+            out.append(r)
+            self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
+
+        def skip(it) -> bool:
+            return self._known(code, a, it[0], self._direction(a, va, it[0], it[1],
+                                                                 after_of.get((id(it[0]), vec_repr(it[1])), False)))
+
+        # first the addresses alone (no paths, no loop exits): most pairs are
+        # told apart there, cheaply, and that proof holds for every path
+        plain = [it for it in items if hints.get(id(it[0]), {}).get(vec_repr(it[1])) is None]
+        cheap_base = ([wr] if wr is not None else []) + bounds_a
+        survivors: list = []
+        if plain and self.mf.k.launch.block is None:
+            # all partners in one question, on a quarter of the budget: when
+            # the solver cannot settle them together, each is asked alone
+            # (one hard partner must not make the easy ones costly)
+            v = self.mf.solve(q, z3.And(*cheap_base, z3.Or(*[it[5] for it in plain])),
+                            self.mf.rlimit // 4 if len(plain) > 1 else None)  # fmt: skip
+            if v.status == "unknown" and len(plain) > 1:
+                # Each alone; a partner on the source line of one that
+                # survived is kept without asking: unrolled copies of one
+                # line, and the rounds below stop at a line pair's first race.
+                lines: set = set()
+                for it in plain:
+                    line = self._line_key(it[0])
+                    if line in lines or self.mf.solve(q, z3.And(*cheap_base, it[5])).status != "unsat":
+                        survivors.append(it)
+                        lines.add(line)
+            elif v.status != "unsat":
+                survivors = plain
+        else:
+            survivors = plain
+        # partners whose collision the concrete pass found: confirm with the threads fixed
+        remaining = []
+        for it in items:
+            h = hints.get(id(it[0]), {}).get(vec_repr(it[1]))
+            if h is None:
+                if it in survivors:
+                    remaining.append(it)
+                continue
+            if skip(it):
+                continue
+            if not (self.concrete.terms_exact(a, h[3]) and self.concrete.terms_exact(it[0], h[4])):
+                # a uniform condition may rule those threads out: ask for any threads, alone
+                # (a likely race: its own small query beats a round of the disjunction)
+                v = self.mf.solve(q, z3.And(*base, it[4]))
+                if v.status == "sat":
+                    record(it, "sat", v.model)
+                elif v.status == "unknown":
+                    record(it, "unknown", None)
+                continue
+            fixed = [q.enc.linear(0) == h[0]] + ([] if same_thread else [q.enc.linear(1) == h[1]])
+            v = self.mf.solve(q, z3.And(*base, *fixed, it[4]))
+            if v.status == "sat":
+                record(it, "sat", v.model)
+            else:
+                remaining.append(it)
+        rounds = 0
+        while remaining and rounds < 64:
+            rounds += 1
+            remaining = [it for it in remaining if not skip(it)]
+            if not remaining:
+                break
+            goal = z3.And(*base, z3.Or(*[it[4] for it in remaining]))
+            v = self.mf.solve(q, goal)
+            if v.status == "unsat":
+                break
+            if v.status == "unknown":
+                # ask one by one: only the partners the solver cannot clear stay
+                for it in remaining:
+                    if skip(it):
+                        continue
+                    v1 = self.mf.solve(q, z3.And(*base, it[4])) if len(remaining) > 1 else v
+                    if v1.status == "sat":
+                        record(it, "sat", v1.model)
+                    elif v1.status == "unknown":
+                        record(it, "unknown", None)
+                break
+            m = v.model
+            hit = [it for it in remaining if z3.is_true(m.eval(it[4], model_completion=True))]
+            if not hit:
+                hit = remaining[:1]
+            for it in hit:
+                record(it, "sat", m)
+            remaining = [it for it in remaining if it not in hit]
+        return out
+
+    def _prefer_same_trip(self, q: Query, a: Access, ta: dict, it, base, r: Race, fa, walks, same_thread):
+        """A race whose model puts the two accesses at different trips of a
+        loop they share: when they can also meet at one trip, point where
+        that trip's program order says (the read of a write-then-read)."""
+        z3 = q.z3
+        tb = it[2]
+        common = [lp for lp in ta if lp in tb]
+        if not common:
+            return None
+        m = r.model
+        if m is not None and all(model_value(m, ta[lp]) == model_value(m, tb[lp]) for lp in common):
+            return None
+        eq = [ta[lp] == tb[lp] for lp in common]
+        try:
+            v = self.mf.solve(q, z3.And(*base, it[4], *eq))
+        except Exception:  # noqa: BLE001
+            return None
+        if v.status != "sat":
+            return None
+        return race_finding(self.mf, a, ta, it[0], tb, r.code, q, "sat", walks, same_thread, v.model, fa=fa,
+                            fb=it[3], kind_vec=self._kind_vec)  # fmt: skip
+
+    def _later_expr(self, q: Query, a: Access, ta: dict, b: Access, tb: dict):
+        """``b`` runs after ``a`` in one thread's program order."""
+        z3 = q.z3
+        la, lb = set(self.mf.phases.loops(a.instr.block)), set(self.mf.phases.loops(b.instr.block))
+        keys = [lp for lp in self.mf.cfg.loops if lp in ta and lp in tb and (lp in la or lp in lb)]
+        keys.sort(key=lambda lp: lp.depth)
+        expr = z3.BoolVal(self.mf.order.program_after(a, b))
+        for lp in reversed(keys):
+            x, y = ta[lp], tb[lp]
+            expr = z3.Or(y > x, z3.And(y == x, expr))
+        return expr
