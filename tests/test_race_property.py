@@ -85,7 +85,7 @@ def _check_seeds(seeds: list[int]) -> dict:
         observed = _observed(runs)
         missed = observed - reported
         if missed:
-            from tolk_lint.ir.interp import _where
+            from tolk_lint.ir.interp.results import _where
 
             stats["misses"].append(
                 f"seed {seed}: " + "; ".join(f"{c} {' / '.join(_where(i) for i in p)}" for c, p in missed)
