@@ -1,7 +1,36 @@
 """The PTX front end: `parse_ptx(text, path) -> Module`.
 
-`ptx.lark` is the grammar (LALR(1), lark's contextual lexer), `parser.py`
-turns text into a light tree of tuples, `lower.py` turns that into the IR.
+Parsing (text -> a light tree of tuples):
+
+- `ptx.lark`: the grammar (LALR(1), lark's contextual lexer);
+- `parser`: `parse_tree`, the one lark parser, and the slow path for one
+  instruction; `tree`: the tree's dataclasses and tuple shapes;
+- `transformer`: the rule callbacks that build the tree while lark reduces;
+- `decoder`: the fast regex decoder of runs of ordinary statements;
+- `errors`: `PtxSyntaxError` and lark's exceptions in words (TL001);
+- `source`: comments blanked with every line and column kept;
+  `literals`: PTX's number spellings.
+
+Lowering (the tree -> the IR):
+
+- `lower`: `parse_ptx` and `lower_module` (TL001 and TL002 diagnostics);
+- `function`: `FunctionLowering`, the per-function driver (flatten, split,
+  fill) and the dispatch table from opcode family to handler;
+- `core`: the state and helpers the families share (emission, names,
+  operands); `scope`: ``{ }`` scopes; `vocabulary`: opcode strings decoded;
+  `specials`: ``%tid``, ``%ntid``, ... ;
+- `flatten` (step 1: declarations, ``.loc``, labels), `cfg` (step 2: basic
+  blocks and dominators), `params` (PARAM values);
+- the instruction families: `arith` (arithmetic, logic, compare, select,
+  convert, move), `memory` (ld/st/atom/red/cp.async/fence, textures and
+  surfaces), `control` (terminators, barriers, calls), `warp` (shfl, vote,
+  match, redux, activemask), `tensor_cores` (mma, wmma, ldmatrix,
+  stmatrix, movmatrix), `opaque` (the OPAQUE fallback and TL002).
+
+Imports go one way: parsing modules never import lowering ones; in the
+lowering, `lower` -> `function` -> the families -> `core` -> `cfg`/`scope`/
+`vocabulary`/`specials`. Outside the package, only `parse_ptx`,
+`parse_tree`, `PTX_GRAMMAR_PATH` and `PtxSyntaxError` are meant to be used.
 """
 
 from tolk_lint.frontends.ptx.lower import parse_ptx
