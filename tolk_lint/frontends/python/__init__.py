@@ -1,11 +1,12 @@
 """The Numba Python front end: ``parse_python(text, path) -> ir.Module``.
 
 The file is read as text and parsed with the standard library's `ast`
-(never imported, never run): `finder` resolves names and finds the kernels
-(``@cuda.jit``, ``@cuda.jit(device=True)``, ``@njit``, ``cuda.jit(f)``, under
-any import alias), `lower` turns each into the IR, `vocabulary` says what
-each Numba / NumPy / ``math`` name means, and `consts` folds module
-constants.
+(never imported, never run): `finder` binds every name (`scope`: what each
+is bound to) and `discover` finds the kernels by what reaches a jit
+(``@cuda.jit``, ``@cuda.jit(device=True)``, ``@njit``, ``cuda.jit(f)``
+anywhere, through aliases, star imports, factories, wrappers and partials),
+`lower` turns each into the IR, `vocabulary` says what each Numba / NumPy /
+``math`` name means, and `consts` folds module constants.
 
 Why `ast` rather than libcst here: the IR needs a span for every expression,
 and libcst computes positions with a metadata pass that, with its parser,

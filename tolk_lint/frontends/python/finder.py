@@ -1,46 +1,56 @@
 """Finding the kernels of a Python file, and what its names mean.
 
-One pass over the module (stdlib `ast`, never importing or running it)
-builds a `Scope` per module / function / class body: what each name is bound
-to and from which line (an import alias, a constant value, a function, or
-something unknown). Names are resolved to *qualified* names through those
-bindings (``from numba import cuda as nc`` makes ``nc.jit`` mean
-``numba.cuda.jit``), so decorators and intrinsics are recognised under any
-alias. A name's value is the binding in force at the line asked about (the
-kernel's ``def``); a name bound only further down the file takes its last
-binding (the module has run to the end when Numba compiles).
+One walk over the module (stdlib `ast`, never importing or running it)
+builds a `Scope` per module / function / class body (`scope`): what each
+name is bound to and from which line (an import alias, a constant value, a
+function, or something unknown, with the expression it came from). Names are
+resolved to *qualified* names through those bindings (``from numba import
+cuda as nc`` makes ``nc.jit`` mean ``numba.cuda.jit``), so decorators and
+intrinsics are recognised under any alias.
 
-Kernels are ``@cuda.jit`` functions (``device=True``: device functions),
-``@njit``/``@jit`` host kernels, and functions wrapped by a call
-(``k = cuda.jit(sig)(f)``), at module level or inside factory functions.
-For each function the pre-scan records which parameters are arrays
-(subscripted, ``.shape`` read, handed to an atomic or to a device function
-that treats them as arrays), their number of dimensions, and which are
-written.
+Which functions are kernels (``@cuda.jit``, ``cuda.jit(sig)(f)`` anywhere,
+through factories, wrappers and partials), device functions
+(``device=True``) or host kernels (``@njit``) is decided by `discover`,
+following what reaches a jit. A factory parameter found to receive a Numba
+module (``make(cuda)``) is bound to it and the module walked again, so the
+kernel inside resolves through it. Then, for each function, the pre-scan
+records which parameters are arrays (subscripted, ``.shape`` read, handed to
+an atomic or to a device function that treats them as arrays), their number
+of dimensions, and which are written.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
+from tolk_lint.frontends.python.discover import discover
+from tolk_lint.frontends.python.scope import (
+    BUILTIN_NAMES,
+    Binding,
+    ExternInfo,
+    Flow,
+    FuncInfo,
+    Scope,
+    walk_body,
+)
 from tolk_lint.frontends.python.vocabulary import (
     ATOMIC_OPS,
     CUDA,
-    CUDA_JIT,
     DECLARE_DEVICE,
-    DTYPE_NAMES,
-    HOST_JIT,
-    dtype_of_qual,
+    MODULE_PARAMETERS,
+    STAR_EXPORTS,
 )
 from tolk_lint.ir.nodes import Span
 
-BUILTIN_NAMES = frozenset(dir(builtins))
+# what the lowering reads from here
+__all__ = ["BUILTIN_NAMES", "ExternInfo", "Finder", "FuncInfo", "Scope", "Source"]
+
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+# walks of a module whose factory parameters receive a Numba module found in a walk before
+_MAX_WALKS = 3
 
 
 # -- source positions ----------------------------------------------------------------
@@ -94,125 +104,37 @@ class Source:
         return self.loc(node)[0]
 
 
-# -- scopes and bindings -------------------------------------------------------------
-
-
-@dataclass
-class Binding:
-    line: int
-    kind: str  # "const" | "alias" | "func" | "unknown" | "extern"
-    value: Any = None
-
-
-class Scope:
-    """Names bound in one module, function or class body, with the line of
-    each binding."""
-
-    def __init__(self, parent: Scope | None, kind: str, node: ast.AST | None = None):
-        self.parent = parent
-        self.kind = kind  # "module" | "function" | "class"
-        self.node = node
-        self.bindings: dict[str, list[Binding]] = {}
-
-    def bind(self, name: str, b: Binding) -> None:
-        self.bindings.setdefault(name, []).append(b)
-
-    def own(self, name: str, line: int) -> Binding | None:
-        bs = self.bindings.get(name)
-        if not bs:
-            return None
-        best = None
-        for b in bs:
-            if b.line < line:
-                best = b
-        return best if best is not None else bs[-1]
-
-    def lookup(self, name: str, line: int) -> tuple[Binding | None, Scope | None]:
-        s: Scope | None = self
-        while s is not None:
-            if s.kind != "class" or s is self:
-                b = s.own(name, line)
-                if b is not None:
-                    return b, s
-            s = s.parent
-        return None, None
-
-    def qual(self, node: ast.AST, line: int) -> str | None:
-        """The qualified name an expression stands for (``nc.shared.array`` ->
-        ``numba.cuda.shared.array``), or None."""
-        if isinstance(node, ast.Name):
-            b, _ = self.lookup(node.id, line)
-            if b is None:
-                return f"builtins.{node.id}" if node.id in BUILTIN_NAMES else None
-            if b.kind == "alias":
-                return b.value
-            return None
-        if isinstance(node, ast.Attribute):
-            base = self.qual(node.value, line)
-            return f"{base}.{node.attr}" if base else None
-        return None
-
-    def const_lookup(self, line: int):
-        def lookup(name: str) -> Any:
-            b, _ = self.lookup(name, line)
-            if b is None:
-                return UNKNOWN
-            if b.kind == "const":
-                return b.value
-            if b.kind == "alias":
-                return Alias(b.value)
-            return UNKNOWN
-
-        return lookup
-
-
 # -- functions -------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class FuncInfo:
-    name: str
-    node: ast.FunctionDef | ast.AsyncFunctionDef
-    scope: Scope  # where it is defined (its free names resolve here)
-    kind: str = "plain"  # "kernel" | "device" | "host" | "plain"
-    sig: list[tuple[str | None, int]] | None = None  # per parameter: (dtype, ndim)
-    ret: str | None = None  # return dtype from the signature
-    first_line: int = 0  # first decorator line, or the def line
-    params: list[str] = field(default_factory=list)
-    defaults: dict[str, ast.expr] = field(default_factory=dict)
-    array_params: dict[str, int] = field(default_factory=dict)  # name -> ndim guess
-    written_params: set[str] = field(default_factory=set)
-    locals: set[str] = field(default_factory=set)
-    multi: set[str] = field(default_factory=set)  # names assigned more than once, or in a loop
-    calls: list[tuple[ast.Call, list[tuple[int | str, str]]]] = field(default_factory=list)
-    has_varargs: bool = False
-    body_scope: Scope | None = None  # names bound inside it (for nested kernels)
-
-    @property
-    def line(self) -> int:
-        return self.node.lineno
-
-
-@dataclass
-class ExternInfo:
-    """``f = cuda.declare_device("name", sig)``: a foreign device function."""
-
-    name: str
-    line: int
 
 
 class Finder:
     def __init__(self, tree: ast.Module, src: Source):
         self.src = src
-        self.module = Scope(None, "module", tree)
-        self.funcs: list[FuncInfo] = []
-        self._by_node: dict[ast.AST, FuncInfo] = {}
-        self._collect(tree.body, self.module, conditional=False)
+        seeds: dict[tuple[ast.AST, str], str] = {}
+        for _ in range(_MAX_WALKS):
+            self._walk(tree, seeds)
+            found = discover(tree, self.module, self._by_node, self._class_scopes, self._scopes)
+            changed = {k: q for k, q in found.items() if self._parameter_quals.get(k) != q}
+            if not changed:
+                break
+            seeds.update(changed)
         for fi in self.funcs:
             _prescan(fi)
         self._propagate()
 
     # -- the walk ---------------------------------------------------------------------
+
+    def _walk(self, tree: ast.Module, seeds: dict[tuple[ast.AST, str], str]) -> None:
+        """Bind every name of the module; ``seeds``: the Numba module or jit
+        a factory's parameter receives (function node, parameter name)."""
+        self._seeds = seeds
+        self.module = Scope(None, "module", tree)
+        self.funcs: list[FuncInfo] = []
+        self._by_node: dict[ast.AST, FuncInfo] = {}
+        self._class_scopes: dict[ast.AST, Scope] = {}
+        self._scopes: list[Scope] = [self.module]
+        self._parameter_quals: dict[tuple[ast.AST, str], str] = {}
+        self._collect(tree.body, self.module, conditional=False)
 
     def _collect(self, stmts: list[ast.stmt], scope: Scope, conditional: bool) -> None:
         for st in stmts:
@@ -231,6 +153,8 @@ class Finder:
             mod = st.module or ""
             for a in st.names:
                 if a.name == "*":
+                    if not st.level and mod in STAR_EXPORTS:
+                        scope.star_modules.append(mod)
                     continue
                 name = a.asname or a.name
                 if st.level:
@@ -241,8 +165,11 @@ class Finder:
             fi = self._function(st, scope)
             scope.bind(st.name, Binding(line, "func", fi))
         elif isinstance(st, ast.ClassDef):
-            scope.bind(st.name, Binding(line, "unknown"))
-            self._collect(st.body, Scope(scope, "class", st), conditional)
+            body = Scope(scope, "class", st)
+            self._class_scopes[st] = body
+            self._scopes.append(body)
+            scope.bind(st.name, Binding(line, "class", body))
+            self._collect(st.body, body, conditional)
         elif isinstance(st, ast.Assign):
             for t in st.targets:
                 self._assign(t, st.value, scope, line, conditional)
@@ -258,15 +185,12 @@ class Finder:
                     lambda n: scope.qual(n, line),
                 )
                 self._bind_value(st.target.id, new, scope, line, conditional)
-        elif isinstance(st, (ast.Expr, ast.Return)):
-            if isinstance(st.value, ast.Call):
-                self._jit_call(st.value, scope, line)
         elif isinstance(st, (ast.If, ast.While)):
             self._collect(st.body, scope, True)
             self._collect(st.orelse, scope, True)
         elif isinstance(st, (ast.For, ast.AsyncFor)):
-            for n in _target_names(st.target):
-                scope.bind(n, Binding(line, "unknown"))
+            for n, index in _target_paths(st.target):
+                scope.bind(n, Binding(line, "unknown", Flow(st.iter, True, index)))
             self._collect(st.body, scope, True)
             self._collect(st.orelse, scope, True)
         elif isinstance(st, (ast.With, ast.AsyncWith)):
@@ -291,10 +215,6 @@ class Finder:
     def _assign(self, target: ast.expr, value: ast.expr, scope: Scope, line: int, conditional: bool) -> None:
         if isinstance(target, ast.Name):
             if isinstance(value, ast.Call):
-                fi = self._jit_call(value, scope, line)
-                if fi is not None:
-                    scope.bind(target.id, Binding(line, "func", fi))
-                    return
                 if scope.qual(value.func, line) in DECLARE_DEVICE:
                     scope.bind(target.id, Binding(line, "extern", ExternInfo(target.id, line)))
                     return
@@ -304,7 +224,7 @@ class Finder:
                 if b is not None and b.kind in ("func", "extern"):
                     scope.bind(target.id, Binding(line, b.kind, b.value))
                     return
-            self._bind_value(target.id, v, scope, line, conditional)
+            self._bind_value(target.id, v, scope, line, conditional, Flow(value))
         elif isinstance(target, (ast.Tuple, ast.List)):
             if (
                 isinstance(value, (ast.Tuple, ast.List))
@@ -314,14 +234,16 @@ class Finder:
                 for t, v in zip(target.elts, value.elts):
                     self._assign(t, v, scope, line, conditional)
                 return
-            for n in _target_names(target):
-                scope.bind(n, Binding(line, "unknown"))
+            for n, index in _target_paths(target):
+                scope.bind(n, Binding(line, "unknown", Flow(value, False, index)))
 
-    def _bind_value(self, name: str, v: Any, scope: Scope, line: int, conditional: bool) -> None:
+    def _bind_value(
+        self, name: str, v: Any, scope: Scope, line: int, conditional: bool, flow: Flow | None = None
+    ) -> None:
         if isinstance(v, Alias):
             scope.bind(name, Binding(line, "alias", v.qual))
         elif v is UNKNOWN or conditional or v is None or isinstance(v, str):
-            scope.bind(name, Binding(line, "unknown"))
+            scope.bind(name, Binding(line, "unknown", flow))
         else:
             scope.bind(name, Binding(line, "const", v))
 
@@ -337,76 +259,22 @@ class Finder:
             if d is not None:
                 fi.defaults[p.arg] = d
         fi.has_varargs = a.vararg is not None or a.kwarg is not None
-        for dec in node.decorator_list:
-            self._classify(fi, dec, scope, node.lineno)
         self.funcs.append(fi)
         self._by_node[node] = fi
         body = Scope(scope, "function", node)
+        self._scopes.append(body)
         for p in fi.params + [x.arg for x in (a.vararg, a.kwarg) if x is not None]:
-            body.bind(p, Binding(node.lineno, "unknown"))
+            qual = self._seeds.get((node, p)) or _module_parameter(p, fi.defaults.get(p), scope, node.lineno)
+            if qual is not None:
+                self._parameter_quals[(node, p)] = qual
+                body.bind(p, Binding(node.lineno, "alias", qual))
+            else:
+                body.bind(p, Binding(node.lineno, "unknown"))
         fi.locals = _assigned_names(node) | set(fi.params)
         fi.multi = _multi_assigned(node, fi.params)
         fi.body_scope = body  # constants a factory assigns are seen by its nested kernels
         self._collect(node.body, body, conditional=False)
         return fi
-
-    def _classify(self, fi: FuncInfo, dec: ast.expr, scope: Scope, line: int) -> bool:
-        call = dec if isinstance(dec, ast.Call) else None
-        q = scope.qual(call.func if call else dec, line)
-        if q in CUDA_JIT:
-            device = False
-            sig_node = None
-            if call is not None:
-                for kw in call.keywords:
-                    if kw.arg == "device":
-                        device = isinstance(kw.value, ast.Constant) and bool(kw.value.value)
-                    elif kw.arg in ("func_or_sig", "signature_or_function", "sig"):
-                        sig_node = kw.value
-                if call.args:
-                    sig_node = call.args[0]
-            fi.kind = "device" if device else "kernel"
-            if sig_node is not None:
-                fi.sig, fi.ret = parse_signature(sig_node, scope, line)
-            return True
-        if q in HOST_JIT:
-            if call is not None:
-                for kw in call.keywords:
-                    if kw.arg == "forceobj" and isinstance(kw.value, ast.Constant) and kw.value.value:
-                        return False
-                    if (
-                        kw.arg == "nopython"
-                        and isinstance(kw.value, ast.Constant)
-                        and kw.value.value is False
-                    ):
-                        return False
-                if call.args:
-                    fi.sig, fi.ret = parse_signature(call.args[0], scope, line)
-            fi.kind = "host"
-            return True
-        return False
-
-    def _jit_call(self, call: ast.Call, scope: Scope, line: int) -> FuncInfo | None:
-        """``cuda.jit(f)``, ``cuda.jit(sig)(f)``, ``cuda.jit(device=True)(f)``, ``njit(f)``."""
-        if len(call.args) != 1 or not isinstance(call.args[0], ast.Name):
-            return None
-        b, _ = scope.lookup(call.args[0].id, line + 1)
-        if b is None or b.kind != "func":
-            return None
-        fi: FuncInfo = b.value
-        inner = call.func
-        if isinstance(inner, ast.Call):
-            # cuda.jit(sig, device=...)(f): classify with the inner call as a decorator
-            if self._classify(fi, inner, scope, line):
-                return fi
-            return None
-        q = scope.qual(inner, line)
-        if q in CUDA_JIT:
-            fi.kind = "kernel"
-            return fi
-        if q in HOST_JIT:
-            fi.kind = "host"
-            return fi
-        return None
 
     # -- array parameters through calls ---------------------------------------------------
 
@@ -455,82 +323,29 @@ class Finder:
         return [f for f in self.funcs if f.kind == "device"]
 
 
-# -- signatures ------------------------------------------------------------------------
-
-
-def parse_signature(
-    node: ast.expr, scope: Scope, line: int
-) -> tuple[list[tuple[str | None, int]] | None, str | None]:
-    """``"void(float32[:], int32)"``, a list of them (the first counts), or the
-    same written with Numba types: per parameter (dtype, ndim), and the
-    return dtype."""
-    if (
-        isinstance(node, (ast.List, ast.Tuple))
-        and node.elts
-        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
-    ):
-        node = node.elts[0]
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value.strip(), mode="eval").body
-        except SyntaxError:
-            return None, None
-        resolve = None
-    else:
-        resolve = scope
-    ret = None
-    if isinstance(node, ast.Call):
-        ret = _type_of(node.func, resolve, line)[0]
-        args = node.args
-    elif isinstance(node, ast.Tuple):
-        args = node.elts
-    else:
-        return None, None
-    return [_type_of(a, resolve, line) for a in args], ret
-
-
-def _type_of(node: ast.expr, scope: Scope | None, line: int) -> tuple[str | None, int]:
-    if isinstance(node, ast.Subscript):
-        dt = _type_of(node.value, scope, line)[0]
-        sl = node.slice
-        nd = len(sl.elts) if isinstance(sl, ast.Tuple) else 1
-        return dt, nd
-    if isinstance(node, ast.Call):
-        # types.Array(types.float32, 2, "C")
-        if (
-            isinstance(node.func, (ast.Name, ast.Attribute))
-            and _last_name(node.func) == "Array"
-            and len(node.args) >= 2
-        ):
-            dt = _type_of(node.args[0], scope, line)[0]
-            nd = (
-                node.args[1].value
-                if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, int)
-                else 1
-            )
-            return dt, nd
-        return None, 0
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        if scope is not None:
-            q = scope.qual(node, line)
-            dt = dtype_of_qual(q) if q else None
-            if dt is not None:
-                return dt, 0
-        return DTYPE_NAMES.get(_last_name(node) or ""), 0
-    return None, 0
-
-
-def _last_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
 # -- pre-scan of a function body -------------------------------------------------------------
 
 _ARRAY_ATTRS = frozenset({"shape", "size", "ndim", "strides", "T", "dtype", "itemsize", "nbytes"})
+
+
+def _module_parameter(name: str, default: ast.expr | None, scope: Scope, line: int) -> str | None:
+    """``def make(cuda):``: the module a parameter of that name stands for,
+    unless its default says otherwise."""
+    qual = MODULE_PARAMETERS.get(name)
+    if qual is None or default is None:
+        return qual
+    return qual if scope.qual(default, line) == qual else None
+
+
+def _target_paths(t: ast.expr, index: tuple[int, ...] = ()) -> list[tuple[str, tuple[int, ...]]]:
+    """The names an assignment or loop target binds, each with where it sits
+    in the value (``a, (b, c) = ...``: b at (1, 0)); under a starred name no
+    position is known."""
+    if isinstance(t, ast.Name):
+        return [(t.id, index)]
+    if isinstance(t, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in t.elts):
+        return [p for i, e in enumerate(t.elts) for p in _target_paths(e, index + (i,))]
+    return [(n, (-1,)) for n in _target_names(t)]
 
 
 def _target_names(t: ast.expr) -> list[str]:
@@ -541,24 +356,12 @@ def _target_names(t: ast.expr) -> list[str]:
     return out
 
 
-def _walk_body(node: ast.AST):
-    """Every node of a function body, not descending into nested functions,
-    classes or lambdas."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-
-
 def _assigned_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The function's local names (Python's rule: assigned anywhere in the
     body, and not declared ``global``/``nonlocal``)."""
     out: set[str] = set()
     declared: set[str] = set()
-    for n in _walk_body(fn):
+    for n in walk_body(fn):
         if isinstance(n, ast.Name):
             if isinstance(n.ctx, (ast.Store, ast.Del)):
                 out.add(n.id)
@@ -611,7 +414,7 @@ def _prescan(fi: FuncInfo) -> None:
         if arrays.get(name, -1) < nd:
             arrays[name] = nd
 
-    for n in _walk_body(fi.node):
+    for n in walk_body(fi.node):
         if isinstance(n, ast.Subscript):
             depth = 0
             base: ast.expr = n

@@ -21,6 +21,11 @@ HOST_JIT = frozenset(
      "numba.decorators.jit"}
 )  # fmt: skip
 DECLARE_DEVICE = frozenset({"numba.cuda.declare_device"})
+# ``functools.partial(cuda.jit, device=True)``: a jit decorator with options bound
+PARTIAL = frozenset({"functools.partial"})
+# a factory's parameter of these names, never given another value, is the module it names
+# (``def make(cuda): @cuda.jit ...``: the caller hands in numba's)
+MODULE_PARAMETERS = {"cuda": "numba.cuda", "numba": "numba"}
 
 # -- values read as attributes ------------------------------------------------------
 
@@ -190,3 +195,32 @@ def is_pure_call(qual: str | None) -> bool:
     if dtype_of_qual(qual) is not None:
         return True
     return qual.startswith(PURE_QUAL_PREFIXES)
+
+
+# -- star imports --------------------------------------------------------------
+
+# the names ``from numba.cuda import *`` binds that the front end gives a meaning to (and the
+# host API around them), and those of ``from numba import *`` (its decorators and Numba's
+# types; ``cuda`` too: numba does not list it, but a file that star-imports numba and then
+# writes ``cuda.jit`` means numba's)
+_NUMBA_TYPES = (
+    "int8 int16 int32 int64 uint8 uint16 uint32 uint64 intp uintp intc uintc ssize_t size_t boolean "
+    "float16 float32 float64 complex64 complex128 bool_ byte char uchar short ushort int_ uint long_ "
+    "ulong longlong ulonglong float_ double void none b1 i1 i2 i4 i8 u1 u2 u4 u8 f2 f4 f8 c8 c16"
+).split()
+
+STAR_EXPORTS: dict[str, frozenset[str]] = {
+    "numba.cuda": frozenset(
+        {"jit", "declare_device", "atomic", "fp16", "bf16", "libdevice", "cg", "to_device", "device_array",
+         "device_array_like", "pinned_array", "mapped_array", "managed_array", "stream", "synchronize",
+         "event", "is_available", "detect", "get_current_device", "select_device", "defer_cleanup",
+         "local", "shared", "const", "In", "Out", "InOut", "reduce", "Reduce"}
+        | set(SPECIAL_GROUPS) | set(CUDA_VALUES) | {name.split(".", 1)[0] for name in CUDA_CALLS}
+    ),
+    "numba": frozenset(
+        {"cuda", "jit", "njit", "cfunc", "vectorize", "guvectorize", "stencil", "prange", "typeof",
+         "literal_unroll", "objmode", "from_dtype", "jit_module", "get_num_threads", "set_num_threads",
+         "get_thread_id", "optional"}
+        | set(_NUMBA_TYPES)
+    ),
+}  # fmt: skip
