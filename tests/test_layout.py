@@ -151,6 +151,17 @@ def test_no_module_is_too_long_to_read():
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by what they do): {long}"
 
 
+def test_every_package_is_in_the_wheel():
+    """pyproject.toml lists the packages explicitly (the rules folder is
+    mapped under tolk_lint): a package missing there is missing from a
+    non-editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {name for name, path in _modules().items() if path.name == "__init__.py"}
+    assert present == listed, f"not listed: {sorted(present - listed)}; listed but absent: {sorted(listed - present)}"
+
+
 def test_every_package_says_what_it_owns():
     for name, path in _modules().items():
         if path.name != "__init__.py":

@@ -39,7 +39,7 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from tolk_lint.catalog import unknown_selectors
+from tolk_lint.codes import unknown_selectors
 
 TOOL_TABLE = "tolk-lint"
 SELECTOR = re.compile(r"^(ALL|TL[0-9]{0,3})$")

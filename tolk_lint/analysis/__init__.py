@@ -1,0 +1,14 @@
+"""The analyses: per-kernel facts the rules query, computed on the IR.
+
+- `uniform` (with `uniformity_info`, `buffers`): which values are the same
+  in every thread of a workgroup or a warp, which branches diverge, which
+  loops' trips may differ (TL1xx);
+- `memory`: shared- and local-memory accesses, what orders them, races,
+  bounds, bank conflicts and cp.async hazards (TL2xx);
+- `stage`: which operands could be staged through shared memory, at what
+  depth, and decoded panels on the host (TL3xx, TL4xx);
+- `smt`: the one package that talks to Z3, used by the others.
+
+The analyses import the IR, the targets and the configuration, never the
+rules, the engine or the outputs; none of them prints.
+"""

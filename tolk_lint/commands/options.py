@@ -12,7 +12,7 @@ import os
 
 import click
 
-from tolk_lint.catalog import unknown_selectors
+from tolk_lint.codes import unknown_selectors
 from tolk_lint.config import SELECTOR, Overrides, Settings, SettingsResolver
 
 
