@@ -1,5 +1,6 @@
 """Bad input through the real command line: the right code, the right exit
-status (0 clean, 1 diagnostics, 2 usage error), never a traceback, never a hang."""
+status (0 clean, 1 diagnostics, 2 usage error or a file not analysed: TL001,
+TL004, TL005), never a traceback, never a hang."""
 
 from __future__ import annotations
 
@@ -88,11 +89,11 @@ def test_prose_is_not_ptx(tmp_path):
     f = tmp_path / "notes.ptx"
     f.write_text("These are my notes about the kernel.\nIt runs fast; mostly.\n")
     rc, diags = check_json(f)
-    assert rc == 1 and codes(diags) == {"TL001"}, diags
+    assert rc == 2 and codes(diags) == {"TL001"}, diags
     d = diags[0]
     assert d["line"] >= 1 and d["column"] >= 1
     p = tolk_lint("check", str(f))
-    assert p.returncode == 1 and "TL001" in p.stdout
+    assert p.returncode == 2 and "TL001" in p.stdout
 
 
 def _truncated_sources() -> list[pytest.param]:
@@ -109,7 +110,7 @@ def test_truncated_ptx(tmp_path, text):
     f = tmp_path / "cut.ptx"
     f.write_text("".join(lines[: len(lines) // 2]))
     rc, diags = check_json(f)
-    assert rc == 1 and "TL001" in codes(diags), diags
+    assert rc == 2 and "TL001" in codes(diags), diags
     d = next(d for d in diags if d["code"] == "TL001")
     assert d["line"] >= 1 and d["message"], d
 
@@ -130,28 +131,47 @@ def test_binary_bytes(tmp_path):
     f = tmp_path / "blob.ptx"
     f.write_bytes(bytes(range(256)) * 16)
     rc, diags = check_json(f)
-    assert rc == 1 and codes(diags) == {"TL001"}, diags
+    assert rc == 2 and codes(diags) == {"TL001"}, diags
 
 
 def test_invalid_utf8(tmp_path):
     f = tmp_path / "latin1.ptx"
     f.write_bytes(SMALL_PTX.encode() + b"// caf\xe9\n")
     rc, diags = check_json(f)
-    assert rc == 1 and codes(diags) == {"TL001"}, diags
+    assert rc == 2 and codes(diags) == {"TL001"}, diags
 
 
 def test_invalid_python(tmp_path):
     f = tmp_path / "broken.py"
     f.write_text("from numba import cuda\n\n@cuda.jit\ndef k(a:\n    a[0] = 1\n")
     rc, diags = check_json(f)
-    assert rc == 1 and codes(diags) == {"TL001"}, diags
+    assert rc == 2 and codes(diags) == {"TL001"}, diags
     assert diags[0]["line"] >= 4
 
 
-@pytest.mark.parametrize("suffix", [".ptx", ".py"])
-def test_empty_file_is_clean(tmp_path, suffix):
-    f = tmp_path / f"empty{suffix}"
+def test_empty_python_file_is_clean(tmp_path):
+    f = tmp_path / "empty.py"
     f.write_text("")
+    rc, diags = check_json(f)
+    assert (rc, diags) == (0, [])
+
+
+@pytest.mark.parametrize("text", ["", "// only a comment\n", ".target sm_80\n.address_size 64\n",
+                                  SMALL_PTX.replace(".version 8.0\n", "")], ids=["empty", "comment", "directives",
+                                  "kernel"])  # fmt: skip
+def test_ptx_without_version_is_not_ptx(tmp_path, text):
+    """ptxas: "Missing .version directive at start of file" (even for an empty file)."""
+    f = tmp_path / "nothing.ptx"
+    f.write_text(text)
+    rc, diags = check_json(f)
+    assert rc == 2 and codes(diags) == {"TL001"}, diags
+    assert "`.version`" in diags[0]["message"], diags
+
+
+def test_ptx_with_directives_only_is_clean(tmp_path):
+    """``.version`` and ``.target`` and nothing else: ptxas assembles it, nothing to report."""
+    f = tmp_path / "header.ptx"
+    f.write_text(".version 8.0\n.target sm_80\n.address_size 64\n")
     rc, diags = check_json(f)
     assert (rc, diags) == (0, [])
 
@@ -175,12 +195,9 @@ def test_bad_flags_are_usage_errors(tmp_path, flag):
 def test_missing_path(tmp_path):
     missing = tmp_path / "nope.ptx"
     p = tolk_lint("check", "--output-format", "json", str(missing))
-    assert p.returncode in (1, 2), (p.returncode, p.stdout, p.stderr)
-    if p.returncode == 1:
-        diags = json.loads(p.stdout)
-        assert codes(diags) == {"TL001"} and "nope.ptx" in diags[0]["message"] + diags[0]["path"]
-    else:
-        assert "nope.ptx" in p.stderr
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    diags = json.loads(p.stdout)
+    assert codes(diags) == {"TL001"} and "nope.ptx" in diags[0]["message"] + diags[0]["path"]
 
 
 def test_unknown_rule_is_a_usage_error():

@@ -1089,8 +1089,14 @@ def test_unknown_instruction_is_opaque_not_a_parse_error():
 
 
 def test_empty_and_comment_only_files():
-    assert parse_ptx("", "t.ptx").diagnostics == []
-    m = parse_ptx("// nothing here\n/* nor\n here */\n", "t.ptx")
+    """ptxas rejects a file without `.version` ("Missing .version directive at start of file")."""
+    d = one_tl001(parse_ptx("", "t.ptx"))
+    assert "`.version`" in d.message and (d.span.line, d.span.column) == (1, 1)
+    d = one_tl001(parse_ptx("// nothing here\n/* nor\n here */\n", "t.ptx"))
+    assert "`.version`" in d.message
+    d = one_tl001(parse_ptx("\n.target sm_80\n.version 8.0\n", "t.ptx"))
+    assert "does not start with a `.version`" in d.message and d.span.line == 2
+    m = parse_ptx(".version 8.0\n.target sm_80\n", "t.ptx")
     assert m.diagnostics == [] and m.kernels == []
 
 

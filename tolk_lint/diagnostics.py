@@ -100,6 +100,9 @@ class Related:
 # must never look clean -- and they make the run exit 2.
 NOT_ANALYSED = frozenset({"TL001", "TL004", "TL005"})
 
+# The one line every internal error (TL004) ends with.
+REPORT_REQUEST = "this is a bug in tolk-lint: please report it with this file"
+
 
 @dataclass
 class Diagnostic:
@@ -140,3 +143,18 @@ class Diagnostic:
             "data": self.data,
             "fix": self.fix.to_json() if self.fix else None,
         }
+
+
+def internal_error(where: str, error: BaseException, span: Span, kernel: str | None = None) -> Diagnostic:
+    """TL004: the tool failed ``where`` ("in TL201 (shared-race) on kernel
+    `k`", "while reading the file") with ``error``, a bug of ours; it names
+    the exception's type and asks for a report. An error, never a warning:
+    what it could not analyse must not look clean."""
+    return Diagnostic(
+        code="TL004",
+        severity=Severity.ERROR,
+        message=f"internal error {where}: {type(error).__name__}: {error}; {REPORT_REQUEST}",
+        span=span,
+        kernel=kernel,
+        name="internal-error",
+    )

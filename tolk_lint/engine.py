@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 
 from tolk_lint import budget
 from tolk_lint.config import DEFAULT_SETTINGS, Settings
-from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity
+from tolk_lint.deep import run_deep
+from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity, internal_error
+from tolk_lint.diagnostics import REPORT_REQUEST as REPORT_REQUEST  # the line every TL004 ends with
 from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Kernel, Module, Span
 from tolk_lint.ir.opcodes import Opcode
@@ -189,22 +191,9 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
                 break
             except Exception as e:  # noqa: BLE001 - one rule must not take the run down
                 log.debug("rule %s failed on %s:\n%s", rule.code, k.name, traceback.format_exc())
-                out.append(
-                    Diagnostic(
-                        code="TL004",
-                        severity=Severity.ERROR,
-                        message=f"internal error in {rule.code} ({rule.name}) on kernel `{k.name}`: "
-                        f"{type(e).__name__}: {e}; {REPORT_REQUEST}",
-                        span=k.span or Span(module.path, 1, 1),
-                        kernel=k.name,
-                        name="internal-error",
-                    )
-                )
+                where = f"in {rule.code} ({rule.name}) on kernel `{k.name}`"
+                out.append(internal_error(where, e, k.span or Span(module.path, 1, 1), k.name))
     return out
-
-
-# The one line every internal error ends with.
-REPORT_REQUEST = "this is a bug in tolk-lint: please report it with this file"
 
 
 def budget_diagnostic(module: Module, k: Kernel, rule, later: list, e: budget.BudgetExceeded) -> Diagnostic:
@@ -507,8 +496,39 @@ def lint_text(
     """Lint ``text`` as the file ``path``; ``kernel_cache`` (the language
     server's) lets unchanged kernels reuse their findings. The lint runs
     under ``within``, or else under the settings' per-file budget."""
+    load_analyses(settings)
     if within is None:
         within = file_budget(settings)
+    return run_deep(_lint_within, text, path, settings, language, kernel_cache, within)
+
+
+_loaded = False
+
+
+def load_analyses(settings: Settings) -> None:
+    """Import the rules, Z3 and numpy once per process, before a file's
+    budget starts: a second of imports (more on a busy machine) is the
+    process's cost, not the first file's, and must not spend a small
+    ``--time-budget`` on it. Nothing to load when only the engine's own
+    codes (TL0) are selected."""
+    global _loaded
+    if _loaded:
+        return
+    from tolk_lint.catalog import iter_rules
+
+    if not any(not r.engine_rule for r in iter_rules(settings.effective_select, settings.ignore)):
+        return
+    from tolk_lint.analysis import smt
+    from tolk_lint.analysis.stage.polynomials import lazy_numpy
+
+    smt.z3mod()
+    lazy_numpy()
+    _loaded = True
+
+
+def _lint_within(text: str, path: str, settings: Settings, language: str | None,
+                 kernel_cache: KernelCache | None, within: budget.Budget) -> LintResult:  # fmt: skip
+    """The lint, on the deep-stack thread (`tolk_lint.deep`), under its budget."""
     with fewer_collections(), budget.running(within):
         return _lint_text(text, path, settings, language, kernel_cache)
 
@@ -523,15 +543,13 @@ def _lint_text(
     try:
         module = parse(text, path, language)
     except budget.BudgetExceeded as e:
-        d = Diagnostic("TL005", Severity.ERROR, f"reading the file stopped: {e.reason}; nothing in it was analysed",
-                       Span(path, 1, 1), data={"reason": e.reason}, name="budget-exceeded")  # fmt: skip
+        d = Diagnostic("TL005", Severity.ERROR, f"reading the file stopped ({e.what}): {e.reason}; nothing in it "
+                       "was analysed", Span(path, 1, 1), data={"reason": e.reason, "unfinished": e.what},
+                       name="budget-exceeded")  # fmt: skip
         return LintResult(path, None, [d])
     except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
         log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
-        d = Diagnostic("TL004", Severity.ERROR,
-                       f"internal error while reading the file: {type(e).__name__}: {e}; {REPORT_REQUEST}",
-                       Span(path, 1, 1), name="internal-error")  # fmt: skip
-        return LintResult(path, None, [d])
+        return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
     prepare(module, settings)
     diags = check_module(module, settings, kernel_cache)
 

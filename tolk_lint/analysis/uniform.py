@@ -60,6 +60,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from tolk_lint import budget
 from tolk_lint.analysis.buffers import (
     MemoryOrder,
     _lowest_bit,
@@ -574,6 +575,7 @@ def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> Uniform
     queries = proved = 0
     info = compute(kernel, level, forced, uniform_loops)
     while True:
+        budget.check("the uniformity refinement (%s level, round %d)", level, proved + 1)
         candidates: list[tuple[int, object]] = []
         for ins in ops:
             for lp in cfg.loops_around(ins.block):
@@ -590,6 +592,7 @@ def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> Uniform
         for _, item in candidates:
             if item in asked:
                 continue
+            budget.check("the uniformity refinement (%s level, Z3 question %d)", level, queries + 1)
             asked.add(item)
             queries += 1
             if isinstance(item, Loop):

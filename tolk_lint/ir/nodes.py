@@ -234,6 +234,23 @@ class Param:
     ndim: int = 0  # Python arrays: number of dimensions
 
 
+# What one CUDA block may hold: at most 1024 threads, 1024 along x and y, 64 along z.
+MAX_BLOCK_THREADS = 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)
+
+
+def impossible_block(dims: tuple[int, ...]) -> str | None:
+    """Why no launch can have block shape ``dims``, or None when one can."""
+    dims = tuple(dims) + (1,) * (3 - len(dims))
+    if len(dims) > 3 or any(d < 1 for d in dims):
+        return "a block has one to three dimensions of at least 1 thread"
+    if any(d > m for d, m in zip(dims, MAX_BLOCK_DIMS)):
+        return "a block is at most 1,024 threads along x and y and 64 along z"
+    if dims[0] * dims[1] * dims[2] > MAX_BLOCK_THREADS:
+        return f"a block holds at most 1,024 threads, not {dims[0] * dims[1] * dims[2]:,}"
+    return None
+
+
 @dataclass
 class LaunchBounds:
     """What is known of the launch shape. ``block``: the exact block shape

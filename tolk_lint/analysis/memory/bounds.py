@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tolk_lint import budget
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import block_line, pretty_buffer, source_key
 from tolk_lint.analysis.memory.evaluator import Unevaluable, sym_add
@@ -46,7 +47,8 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
     out = []
     q: Query | None = None
     reported: set = set()  # source lines with a finding: their later accesses are not asked about
-    for acc in mf.accesses:
+    for n, acc in enumerate(mf.accesses, 1):
+        budget.check("the bounds search (access %d of %d)", n, len(mf.accesses))
         buf = acc.buffer
         if buf is None or buf.dynamic:
             continue
@@ -163,6 +165,7 @@ def _concrete_verdict(mf: MemoryCore, acc: Access):
     python = mf.k.language == "python" and acc.index is not None and len(acc.index) == len(buf.shape) \
         and all(buf.shape)  # fmt: skip
     for rs in itertools.product(range(P), repeat=len(loops)):
+        budget.check("the bounds search (every thread, each trip residue)")
         ctx = tuple((lp, ("free", r, "o")) for lp, r in zip(loops, rs))
         ev = mf.evaluator(ctx)
         if ev is None:

@@ -15,6 +15,7 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
+from tolk_lint import budget
 from tolk_lint.analysis.memory.evaluator import Unevaluable, addr_terms, sym_add
 from tolk_lint.analysis.memory.phases import loose, vec_repr
 from tolk_lint.ir.nodes import type_bits
@@ -45,6 +46,7 @@ class ConcretePairs:
             return partners, hints
         keep = []
         for b, vb in partners:
+            budget.check("the race search's concrete pass (%d partners)", len(partners))
             combos = self._combos(va, vb)
             verdict = "clear" if combos is not None else "keep"
             hit = None

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from tolk_lint import budget
 from tolk_lint.analysis.buffers import is_barrier
 from tolk_lint.analysis.uniform import barrier_functions
 from tolk_lint.ir.cfg import Loop, cfg_of
@@ -195,6 +196,7 @@ class Phases:
         seen: set = set()
         work = [(b0, i0, v0, frozenset())]
         while work:
+            budget.check("the race search (walking the %s phases)", level)
             b, i, vec, dec = work.pop()
             if (b, i, vec, dec) in seen:
                 continue

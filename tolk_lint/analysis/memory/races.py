@@ -32,6 +32,7 @@ import logging
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from tolk_lint import budget
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import instr_text
 from tolk_lint.analysis.memory.concrete import ConcretePairs
@@ -83,12 +84,14 @@ class RaceSearch:
         for level, same_warp in levels:
             cands: dict[tuple, bool] = {}
             for start in ph.starts(level):
+                budget.check("the race search (the %s phases' accesses)", level)
                 reached = ph.phase_paths(start, level)
                 items = [(a, v, d) for a, vs in reached.items() if a.kind != "copy" for v, d in vs]
                 items.sort(key=lambda x: (x[0].order, vec_repr(x[1]), len(x[2])))
                 # a pair needs a writer: a reader is paired with the writers after it only
                 writers = [j for j, it in enumerate(items) if it[0].writes]
                 for i, (a, va, da) in enumerate(items):
+                    budget.check("the race search (pairing access %d of %d)", i + 1, len(items))
                     later = items[i:] if a.writes else [items[j] for j in writers[bisect.bisect_left(writers, i):]]
                     for b, vb, db in later:
                         if a.kind == "atomic" and b.kind == "atomic":
@@ -111,6 +114,7 @@ class RaceSearch:
             walks = {c: copy_walk(ph, c) for c in copies}
             # the phase a copy is issued in: anything in it, before or after the copy
             for start in ph.starts("workgroup"):
+                budget.check("the race search (the cp.async copies' phases)")
                 reached = ph.phase_paths(start, "workgroup")
                 for c, vcs in reached.items():
                     if c.kind != "copy":
@@ -124,6 +128,7 @@ class RaceSearch:
                                     cands2[normalize(c, vc, x, vx)] = False
             # the phases it stays pending in: what comes after it there
             for c, w in walks.items():
+                budget.check("the race search (the phases each cp.async copy stays pending in)")
                 for bar, wv in w.bars:
                     reached = ph.phase(bar, "workgroup")
                     for x, vxs in reached.items():
@@ -201,7 +206,8 @@ class RaceSearch:
         for (a, va, b, vb), after in items:
             groups[(a, va)].append((b, vb, after))
         out: list[Race] = []
-        for (a, va), partners in groups.items():
+        for n, ((a, va), partners) in enumerate(groups.items(), 1):
+            budget.check("the race search (%s: access %d of %d against its partners)", code, n, len(groups))
             out += self._solve_group(a, va, partners, code, same_warp, walks, same_thread)
         return out
 
@@ -272,6 +278,7 @@ class RaceSearch:
             items = []
             t1 = 0 if same_thread else 1
             for j, (b, vb) in enumerate(kept):
+                budget.check("the race search (encoding partner %d of %d)", j + 1, len(kept))
                 if same_thread and b is a and all(k == "rel" and n == 0 for _, k, n in vb):
                     continue  # the same dynamic instance
                 side = "s" if same_thread else "b"
@@ -361,6 +368,7 @@ class RaceSearch:
                 remaining.append(it)
         rounds = 0
         while remaining and rounds < 64:
+            budget.check("the race search (round %d, %d partners left)", rounds + 1, len(remaining))
             rounds += 1
             remaining = [it for it in remaining if not skip(it)]
             if not remaining:

@@ -23,6 +23,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from tolk_lint import budget
+from tolk_lint.analysis.smt.solver import check_within_budget
 from tolk_lint.analysis.stage.index import IndexEval, thread_env
 from tolk_lint.analysis.stage.polynomials import (
     Z3_BITS,
@@ -34,7 +36,7 @@ from tolk_lint.analysis.stage.polynomials import (
     lazy_numpy,
     p_add,
     p_str,
-    tf_eval,
+    tf_values,
     tf_z3,
 )
 from tolk_lint.ir.nodes import Instr
@@ -201,6 +203,7 @@ def box_of(
     block = ev.block
     if block is None:
         raise Unstageable("the launch's block shape is unknown (pass --block or a `launch` comment)")
+    budget.check("the staging analysis (a tile's box)")
     key = _box_key(leaves, ev, warp_level, unit, prove)
     got = ev.box_cache.get(key)
     if isinstance(got, Box):
@@ -260,7 +263,7 @@ def _box_of(leaves, ev, warp_level, unit, rlimit, prove) -> Box:
         per = []
         for p in polys:
             t = p.get(m, ZERO)
-            arr = np.asarray(tf_eval(t, env), dtype="int64")
+            arr = tf_values(t, env)
             per.append(np.broadcast_to(arr, shape[: len(shape) - (1 if len(leaves) > 1 else 0)]))
         if len(leaves) > 1:
             return np.stack(per, axis=-1)
@@ -358,7 +361,7 @@ def _check_warp_uniform(leaves: list[Leaf], ev: IndexEval) -> None:
     nthreads = block[0] * block[1] * block[2]
     for lf in leaves:
         for t in lf.address.values():
-            arr = np.broadcast_to(np.asarray(tf_eval(t, env), dtype="int64"), (nthreads,))
+            arr = np.broadcast_to(tf_values(t, env), (nthreads,))
             pad = (-nthreads) % 32
             if pad:
                 arr = np.concatenate([arr, np.repeat(arr[-1:], pad)])
@@ -448,7 +451,7 @@ def _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rl
         s.add(z3.Or([a != b for i, (a, b) in enumerate(zip(dx, dy)) if i in relevant]))
         for m in comps:
             s.add(comp(envx, lx, m) == comp(envy, ly, m))
-        r = s.check()
+        r = check_within_budget(s)
     except z3.Z3Exception as e:  # pragma: no cover - defensive
         log.debug("z3 failed on an injectivity query: %s", e)
         return None

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tolk_lint import budget
 from tolk_lint.analysis.stage.box import Box, Leaf, box_of
 from tolk_lint.analysis.stage.index import IndexEval, launch_block
 from tolk_lint.analysis.stage.polynomials import Unstageable, p_const, p_subst, p_tf, tf_vars
@@ -180,6 +181,7 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
         if buf == "?" or buf not in kernel.buffers:
             continue
         for lp in _loops_of(cfg, stores):
+            budget.check("the staging analysis (the copies into `%s`)", buf)
             in_loop = [s for s in stores if s.block in lp.blocks]
             copies = [(s, _plain_copy(s, lp)) for s in in_loop]
             if not in_loop or any(ld is None for _, ld in copies):

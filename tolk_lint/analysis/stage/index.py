@@ -45,6 +45,7 @@ from tolk_lint.analysis.stage.polynomials import (
     tf,
     tf_const,
     tf_eval,
+    tf_values,
 )
 from tolk_lint.ir.cfg import cfg_of
 from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, type_bits
@@ -419,8 +420,8 @@ class IndexEval:
         if self.block is None:
             return False
         env = thread_env(self.block)
-        a = np.asarray(tf_eval(tp.get((), ZERO), env)) + np.zeros(1, dtype="int64")
-        b = np.asarray(tf_eval(tq.get((), ZERO), env)) + np.zeros(1, dtype="int64")
+        a = tf_values(tp.get((), ZERO), env) + np.zeros(1, dtype="int64")
+        b = tf_values(tq.get((), ZERO), env) + np.zeros(1, dtype="int64")
         if a.min() < 0 or b.min() < 0 or np.any(a & b):
             return False
         free = fp or fq
@@ -436,7 +437,7 @@ class IndexEval:
             return None
         env = thread_env(self.block)
         t = p.get((), ZERO)
-        return np.asarray(tf_eval(t, env)) + np.zeros(1, dtype="int64")
+        return tf_values(t, env) + np.zeros(1, dtype="int64")
 
     def max_of(self, p: Poly) -> int | None:
         vals = self._values(p)

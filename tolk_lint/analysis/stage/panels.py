@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tolk_lint import budget
 from tolk_lint.analysis.stage.index import IndexEval
 from tolk_lint.analysis.stage.polynomials import Unstageable
 from tolk_lint.analysis.stage.source import loop_trips, source_line
@@ -121,6 +122,7 @@ def decodes(kernel: Kernel, target: Target, settings: Settings | None = None) ->
             if dec:
                 decoded_ops.append((ins, lp, f, dec, lds))
     for ins, lp, f, dec, lds in decoded_ops:
+        budget.check("the staging analysis (the decoded operands)")
         name = ", ".join(factor_name(ld) for ld in lds)
         v = DecodeVerdict(kernel.name, ins, lp, dec[0], name, lds)
         out.append(v)

@@ -125,6 +125,24 @@ def tf_eval(t, env: dict[str, Any], memo: dict | None = None):
     return out
 
 
+def tf_values(t, env: dict[str, Any]):
+    """`tf_eval` as an int64 numpy array; `Unstageable` when it reads a
+    name ``env`` does not give, or a value does not fit 64 bits (a literal
+    like ``0xFFFFFFFFFFFFFFFF`` in the index: no tile of a real array is
+    addressed so)."""
+    np = lazy_numpy()
+    unknown = tf_vars(t) - env.keys()
+    if unknown:  # a coefficient that is not a function of the threads alone (an inner loop's value)
+        raise Unstageable(f"the index depends on `{sorted(unknown)[0]}`, which the tile cannot name")
+    try:
+        out = np.asarray(tf_eval(t, env))
+        if out.dtype == object:
+            raise OverflowError
+        return out.astype("int64", copy=False)
+    except OverflowError:
+        raise Unstageable("an index value does not fit 64 bits") from None
+
+
 Z3_BITS = 32  # index arithmetic as 32-bit two's complement bit-vectors (64 when values need it)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tolk_lint import budget
 from tolk_lint.analysis.stage.box import Box, Leaf, box_of
 from tolk_lint.analysis.stage.index import IndexEval, launch_block
 from tolk_lint.analysis.stage.polynomials import Unstageable, p_add, p_atom, p_subst, p_tf
@@ -176,6 +177,7 @@ def operands(kernel: Kernel, target: Target, settings: Settings | None = None) -
     reducer = _reduces_across_threads(kernel)
     verdicts: list[OperandVerdict] = []
     for ins, desc, which, lp, trace in found:
+        budget.check("the staging analysis (the operands of `%s`)", ins.text or ins.op.value)
         v = OperandVerdict(kernel.name, ins, desc, which, [], lp, used=shared)
         v.core = CoreShape.parse(str(ins.attrs.get("shape") or "")) if ins.op is O.MMA else None
         try:

@@ -21,7 +21,9 @@ The families (`opaque`, `params`, `flatten`, `arith`, `memory`, `control`,
 them.
 
 What it may import: `vocabulary`, `specials`, `scope`, `cfg`, the syntax
-tree (`tree`), and `tolk_lint.ir`.
+tree (`tree`), `literals` (an immediate's value at its operand's width),
+`errors` (`PtxSyntaxError`: what ptxas rejects), `tolk_lint.diagnostics`
+and `tolk_lint.ir`.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ import re
 import struct
 from typing import Any
 
+from tolk_lint.diagnostics import Diagnostic, Severity
 from tolk_lint.ir.builder import Builder
 from tolk_lint.ir.nodes import (
+    MAX_BLOCK_THREADS,
     Buffer,
     Instr,
     Kernel,
@@ -41,11 +45,14 @@ from tolk_lint.ir.nodes import (
     Param,
     Span,
     Value,
+    impossible_block,
     type_bits,
 )
 from tolk_lint.ir.opcodes import Opcode
 
 from .cfg import Segment
+from .errors import PtxSyntaxError
+from .literals import as_operand, wrap64
 from .scope import Scope
 from .specials import SPECIAL_RE, special_type
 from .tree import FuncDecl, ParamDecl, PtxFile
@@ -56,14 +63,20 @@ O = Opcode
 _RANGE_RE = re.compile(r"(.*?)(\d+)\Z")  # `%r12` of `.reg .b32 %r<100>`
 
 
-def launch_bounds(perf: list[tuple[str, list[int]]]) -> LaunchBounds:
-    """What a function's performance directives say about its launch."""
+def launch_bounds(perf: list[tuple[str, list[int]]]) -> tuple[LaunchBounds, str | None]:
+    """What a function's performance directives say about its launch, and
+    why a ``.reqntid`` no launch can have (ptxas takes it) was not used."""
     lb = LaunchBounds()
+    unused = None
     for name, vals in perf:
         if name == ".maxntid" and vals:
             lb.maxntid = tuple(vals)
         elif name == ".reqntid" and vals:
-            lb.reqntid = tuple(vals)
+            unused = impossible_block(tuple(vals))
+            if unused is None:
+                lb.reqntid = tuple(vals)
+            else:
+                unused = f"`.reqntid {', '.join(map(str, vals))}` is not a launch shape: {unused}"
         elif name == ".minnctapersm" and vals:
             lb.minnctapersm = vals[0]
         elif name == ".maxnreg" and vals:
@@ -77,9 +90,9 @@ def launch_bounds(perf: list[tuple[str, list[int]]]) -> LaunchBounds:
         n = 1
         for v in lb.maxntid:
             n *= v
-        lb.max_threads = n
+        lb.max_threads = min(n, MAX_BLOCK_THREADS)  # a bound past what a block holds bounds nothing more
         lb.source = ".maxntid"
-    return lb
+    return lb, unused
 
 
 class LoweringCore:
@@ -101,7 +114,11 @@ class LoweringCore:
             is_entry=fd.kind == "entry",
             span=Span(mod.path, fd.line, fd.column, fd.end_line, fd.end_column),
         )
-        self.k.launch = launch_bounds(fd.perf)
+        self.k.launch, unused = launch_bounds(fd.perf)
+        if unused is not None:
+            message = f"{unused}; the kernel is analysed for any block shape"
+            self.mod.diagnostics.append(Diagnostic("TL002", Severity.WARNING, message, self.k.span, kernel=fd.name,
+                                                   name="unsupported-construct"))  # fmt: skip
         self.k.buffers.update(module_buffers)
         self.b = Builder(self.k)
         self.params: dict[str, Param] = {}
@@ -158,6 +175,11 @@ class LoweringCore:
         if t == "pred":
             v = bool(v)
         return self.value(O.CONST, [], t, {"value": v}, name)
+
+    def rejected(self, message: str) -> PtxSyntaxError:
+        """TL001 at the current statement: PTX ptxas does not assemble."""
+        sp = self.span
+        return PtxSyntaxError(message, sp.line, sp.column, sp.end_line, sp.end_column)  # type: ignore[union-attr]
 
     def dname(self, o: tuple) -> str | None:
         """The register key a destination operand names (for value names)."""
@@ -258,7 +280,8 @@ class LoweringCore:
                 raise Unmodelled(f"call slot `{o[1]}` used as a value")
             raise Unmodelled(f"cannot read `{o[1]}`")
         if tag == "i":
-            return self.const(o[1], t or "s32", name)
+            t = t or "s32"
+            return self.const(as_operand(o[1], t), t, name)
         if tag == "f":
             v = o[1]
             tt = t or o[2] or "f32"
@@ -277,7 +300,7 @@ class LoweringCore:
             base = self.val(("r", o[1]), t if int_like(t) else "u64", name if o[2] == 0 else None)
             if o[2] == 0:
                 return base
-            c = self.const(o[2], base.type)
+            c = self.const(wrap64(o[2]), base.type)
             return self.value(O.ADD, [base, c], base.type, {"signed": False}, name)
         if tag == "x":
             buf = self.k.buffers.get(o[1])
@@ -285,7 +308,7 @@ class LoweringCore:
             base = self.val(("r", o[1]), t if int_like(t) else "u64", name if o[2] == 0 else None)
             if o[2] == 0:
                 return base
-            c = self.const(o[2] * el, base.type)
+            c = self.const(wrap64(o[2] * el), base.type)
             return self.value(O.ADD, [base, c], base.type, {"signed": False}, name)
         if tag == "v":
             parts = [self.val(x, None) for x in o[1]]
@@ -357,6 +380,7 @@ class LoweringCore:
         if m[0] != "m":
             raise Unmodelled(f"expected an address, found {show_operand(m)}")
         _, base, off, _extras = m
+        off = wrap64(off)
         buf = None
         if base[0] == "r":
             r = self.resolve(base[1])
@@ -367,7 +391,8 @@ class LoweringCore:
             else:
                 v = self.val(base, None)
         elif base[0] == "i":
-            return self.const(base[1] + off, "u64"), None, base[1] + off
+            at = wrap64(base[1] + off)
+            return self.const(at, "u64"), None, at
         else:
             raise Unmodelled(f"unexpected address base {show_operand(base)}")
         if off:

@@ -9,13 +9,16 @@ shapes compilers emit; anything else goes to the ``slow_instruction``
 callback the caller passes (the `instruction` rule: slow, exact, with
 error positions). Decoded operands are cached by their text.
 
-What it may import: `literals`, `errors` (`PtxSyntaxError`).
+What it may import: `literals`, `errors` (`PtxSyntaxError`), and
+`tolk_lint.budget` (a run at a time: the budget stops a parse too).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+from tolk_lint import budget
 
 from .errors import PtxSyntaxError
 from .literals import hexd, hexf, parse_int
@@ -164,6 +167,7 @@ def decode_run(tok, slow_instruction: Callable[[str, tuple], tuple]) -> list:
 
     ``slow_instruction(text, pos)`` reads a statement the regular expressions
     do not (``pos`` as in the tuple it returns)."""
+    budget.check("parsing the file (line %d)", tok.line)
     s = tok.value
     n = len(s)
     out: list = []
@@ -174,6 +178,8 @@ def decode_run(tok, slow_instruction: Callable[[str, tuple], tuple]) -> list:
     pos = 0
     match = _STMT_RE.match
     while pos < n:
+        if len(out) & 4095 == 4095:  # a straight-line run of a million instructions: check now and then
+            budget.check("parsing the file (line %d)", line)
         m = match(s, pos)
         if m is None:
             if s[pos:].isspace():

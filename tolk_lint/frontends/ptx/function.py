@@ -14,14 +14,15 @@ three steps:
    handler of its opcode's family (`_HANDLERS`), OPAQUE when there is none
    or when the handler cannot interpret the operands.
 
-What it may import: every family module, `cfg`, `scope`, `vocabulary` and
-`tolk_lint.ir`. Only `lower` imports it.
+What it may import: every family module, `cfg`, `scope`, `vocabulary`,
+`tolk_lint.budget` and `tolk_lint.ir`. Only `lower` imports it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tolk_lint import budget
 from tolk_lint.ir.nodes import Kernel, Origin, Param
 
 from .arith import ARITH, PURE_FAMILIES, PURE_NO_RESULT, ArithmeticLowering
@@ -88,6 +89,7 @@ class FunctionLowering(
             if s.npreds == 0:
                 b.seal(s.block)
         for s in segs:
+            budget.check("lowering `%s` (line %d)", self.k.name, s.span.line if s.span else 0)
             blk = s.block
             b.position(blk)
             self.blk = blk

@@ -27,6 +27,35 @@ def parse_int(s: str) -> int:
     return -v if neg else v
 
 
+def wrap64(v: int) -> int:
+    """An integer literal as ptxas keeps it: 64 bits, wrapped (ptxas takes
+    ``0x1FFFFFFFFFFFFFFFF`` and ``-9223372036854775809`` and keeps their low
+    64 bits), in the signed range unless only the unsigned one holds it."""
+    if -(1 << 63) <= v < (1 << 64):
+        return v
+    v %= 1 << 64
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def as_operand(v: int, type: str) -> int:
+    """The value an integer literal has as an operand of ``type`` (``s32``,
+    ``u16``, ``b64``, ...): ptxas truncates it to the operand's width, so
+    ``mul.wide.s32 %rd1, %r1, 9223372036854775807`` multiplies by -1.
+    A signed type reads the bits as two's complement; an unsigned or bit
+    type keeps a value that already fits one of the two readings as written
+    (``add.u32 %r1, %r1, -1`` stays -1, which the analyses read as the
+    subtraction it is), else the bits as unsigned."""
+    v = wrap64(v)
+    if len(type) < 2 or type[0] not in "sub" or not type[1:].isdigit():
+        return v  # a predicate or a float: not an integer of a width
+    bits = int(type[1:])
+    lo, top = -(1 << (bits - 1)), 1 << bits
+    if type[0] == "s":
+        v %= top
+        return v - top if v >= top >> 1 else v
+    return v if lo <= v < top else v % top
+
+
 def hexf(s: str) -> float:
     return struct.unpack(">f", bytes.fromhex(s[2:]))[0]
 

@@ -6,7 +6,8 @@ a TL002 warning. `lower_module` records the module's own buffers (the variables 
 outside any function), then
 lowers one `Kernel` per ``.entry`` and per ``.func`` with a body
 (`function.FunctionLowering`: flatten, split into blocks, fill); a function
-that cannot be lowered (a bug of ours) is reported as TL002 and skipped.
+that cannot be lowered (a bug of ours) is reported as TL004, an error, and
+skipped.
 The module keeps the file table of ``.file`` and the ``.target``.
 
 Operand conventions follow the docstring of `tolk_lint.ir.opcodes`. Anything
@@ -14,7 +15,7 @@ not modelled becomes OPAQUE (results written to its destination registers)
 and is reported once per opcode per kernel as TL002.
 
 What it may import: `parser`, `tree`, `errors`, `flatten` (`buffer_of`), `function`,
-`tolk_lint.diagnostics` and `tolk_lint.ir`. Only the package's
+`tolk_lint.diagnostics`, `tolk_lint.deep` (its recursion limit) and `tolk_lint.ir`. Only the package's
 ``__init__`` imports it.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import gc
 
-from tolk_lint.diagnostics import Diagnostic, Severity
+from tolk_lint.diagnostics import Diagnostic, Severity, internal_error
 from tolk_lint.ir.nodes import Buffer, Module, Span
 
 from .errors import PtxSyntaxError
@@ -55,15 +56,24 @@ def _parse_ptx(text: str, path: str) -> Module:
         mod.diagnostics.append(_tl001(path, e.message, e.line, e.column, e.end_line, e.end_column))
         return mod
     except RecursionError:
-        mod.diagnostics.append(_tl001(path, "cannot parse: the file nests too deeply", 1, 1))
+        mod.diagnostics.append(_too_deep(path))
         return mod
-    except Exception as e:  # a bug of ours must not become a traceback for the user
-        mod.diagnostics.append(_tl001(path, f"cannot parse: internal error ({type(e).__name__}: {e})", 1, 1))
+    except Exception as e:  # noqa: BLE001 - a bug of ours: TL004, never a traceback
+        mod.diagnostics.append(internal_error("while parsing the file", e, Span(path, 1, 1, 1, 2)))
         return mod
     mod.files = dict(pf.files)
     mod.target = pf.target
     lower_module(pf, mod)
     return mod
+
+
+def _too_deep(path: str, span: Span | None = None) -> Diagnostic:
+    """TL001 for what nests deeper than the lint's stack (`tolk_lint.deep`)."""
+    from tolk_lint.deep import RECURSION_LIMIT
+
+    span = span or Span(path, 1, 1, 1, 2)
+    message = f"cannot read this: it nests too deeply (past {RECURSION_LIMIT:,} levels of recursion); not analysed"
+    return _tl001(path, message, span.line, span.column, span.end_line, span.end_column)
 
 
 def _tl001(path: str, message: str, line: int, col: int, end_line: int | None = None, end_col: int | None = None):
@@ -92,20 +102,17 @@ def lower_module(pf: PtxFile, mod: Module) -> None:
     for it in pf.items:
         if not isinstance(it, FuncDecl) or it.body is None:
             continue
+        span = Span(path, it.line, it.column, it.end_line, it.end_column)
         try:
             k = FunctionLowering(it, pf, mod, module_buffers, funcs).lower()
-        except Exception as e:  # never a traceback: report and skip the kernel
-            mod.diagnostics.append(
-                Diagnostic(
-                    code="TL002",
-                    severity=Severity.WARNING,
-                    message=f"`{it.name}` could not be lowered (internal error: {type(e).__name__}: {e}); "
-                    "it is not analysed",
-                    span=Span(path, it.line, it.column, it.end_line, it.end_column),
-                    kernel=it.name,
-                    name="unsupported-construct",
-                )
-            )
+        except RecursionError:
+            mod.diagnostics.append(_too_deep(path, span))
+            continue
+        except PtxSyntaxError as e:  # an instruction ptxas rejects: this function is not PTX
+            mod.diagnostics.append(_tl001(path, e.message, e.line, e.column, e.end_line, e.end_column))
+            continue
+        except Exception as e:  # noqa: BLE001 - a bug of ours: TL004 for this function, the others go on
+            mod.diagnostics.append(internal_error(f"while lowering `{it.name}`", e, span, it.name))
             continue
         it.body = None  # the tuples are no longer needed: let them go before the next function
         if it.kind == "entry":

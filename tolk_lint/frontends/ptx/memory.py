@@ -214,6 +214,9 @@ class MemoryLowering(ParamLowering, OpaqueLowering):
         if size[0] != "i":
             raise Unmodelled("copy size is not an immediate")
         nbytes = size[1]
+        if nbytes not in ((16,) if cache == "cg" else (4, 8, 16)):
+            sizes = "16 bytes with `.cg`" if cache == "cg" else "4, 8 or 16 bytes"
+            raise self.rejected(f"`cp.async` copies {sizes}, not {nbytes} (ptxas rejects it)")
         dst, dbuf, doff = self.address(ops[0], "shared")
         src, sbuf, soff = self.address(ops[1], "global")
         args = [dst, src]

@@ -26,7 +26,7 @@ from lark.exceptions import UnexpectedInput
 
 from .decoder import ATOM_CACHE, decode_run
 from .errors import PtxSyntaxError, syntax_error
-from .source import strip_comments
+from .source import line_col, strip_comments
 from .transformer import ToTuples
 from .tree import FuncDecl, ParamDecl, ProtoDecl, PtxFile, VarDecl
 
@@ -65,6 +65,8 @@ def parse_tree(text: str) -> PtxFile:
         items = _parse_with(lk, clean)
     except UnexpectedInput as e:
         raise syntax_error(e, clean, lk) from None
+    if not (items and isinstance(items[0], tuple) and items[0][0] == "version"):
+        raise _no_version(clean, bool(items))
     out = PtxFile(items=items, clean=clean)
     for it in items:
         if isinstance(it, tuple):
@@ -77,6 +79,18 @@ def parse_tree(text: str) -> PtxFile:
             elif it[0] == "version":
                 out.version = it[1]
     return out
+
+
+def _no_version(clean: str, has_items: bool) -> PtxSyntaxError:
+    """A file that does not open with ``.version``: ptxas stops there
+    ("Missing .version directive at start of file"), an empty file too."""
+    stripped = clean.lstrip()
+    if not stripped:
+        return PtxSyntaxError("not a PTX module: the file has no `.version` directive (it is empty or only "
+                              "comments; ptxas rejects it)", 1, 1)  # fmt: skip
+    line, col = line_col(clean, len(clean) - len(stripped))
+    where = "does not start with" if has_items else "has no"
+    return PtxSyntaxError(f"not a PTX module: the file {where} a `.version` directive (ptxas rejects it)", line, col)
 
 
 def _parse_with(lk: Lark, text: str):

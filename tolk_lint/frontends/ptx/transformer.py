@@ -70,7 +70,7 @@ class ToTuples(Transformer):
         return ("target", [str(x) for x in c])
 
     def address_size(self, c):
-        return ("address_size", int(c[0]))
+        return ("address_size", parse_int(c[0]))
 
     def file(self, c):
         return ("file", parse_int(c[0]), c[1][1:-1])

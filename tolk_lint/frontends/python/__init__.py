@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tolk_lint.diagnostics import Diagnostic, Severity
+from tolk_lint.diagnostics import Diagnostic, Severity, internal_error
 from tolk_lint.ir.nodes import Module, Span
 
 __all__ = ["parse_python"]
@@ -30,7 +30,9 @@ _MENTIONS = ("numba", "cuda", "njit")
 
 def parse_python(text: str, path: str) -> Module:
     """Lower every kernel of a Numba Python file. Never raises: a file that
-    does not parse gives one TL001, a construct not understood a TL002."""
+    does not parse (or nests past the recursion limit) gives one TL001, a
+    construct not understood a TL002, a failure of ours a TL004 (an error:
+    that kernel is not analysed, and the run says so)."""
     mod = Module(path=path, language="python", source=text)
     if not any(m in text for m in _MENTIONS):
         return mod
@@ -39,14 +41,27 @@ def parse_python(text: str, path: str) -> Module:
     except SyntaxError as e:
         mod.diagnostics.append(_parse_error(text, path, e))
         return mod
-    except (ValueError, RecursionError, MemoryError) as e:
+    except RecursionError:
+        mod.diagnostics.append(_too_deep(path))
+        return mod
+    except (ValueError, MemoryError) as e:
         mod.diagnostics.append(_tl001(path, 1, 1, 2, f"cannot parse the file: {e}"))
         return mod
     try:
         _lower_module(mod, tree, text, path)
     except RecursionError:
-        mod.diagnostics.append(_internal(path, 1, "the file nests too deeply to be lowered"))
+        mod.kernels.clear()
+        mod.functions.clear()
+        mod.diagnostics[:] = [_too_deep(path)]
     return mod
+
+
+def _too_deep(path: str) -> Diagnostic:
+    """TL001 for a file nested deeper than the lint's stack (`tolk_lint.deep`)."""
+    from tolk_lint.deep import RECURSION_LIMIT
+
+    return _tl001(path, 1, 1, 2, f"cannot read the file: it nests too deeply (past {RECURSION_LIMIT:,} "
+                                 "levels of recursion); nothing in it was analysed")
 
 
 def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
@@ -56,10 +71,10 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
     src = Source(text, path)
     try:
         finder = Finder(tree, src)
+    except RecursionError:
+        raise  # too deep: TL001 (parse_python)
     except Exception as e:  # noqa: BLE001 - never raise on user input
-        mod.diagnostics.append(
-            _internal(path, 1, f"the front end failed to read the file ({type(e).__name__}: {e})")
-        )
+        mod.diagnostics.append(internal_error("while reading the file", e, Span(path, 1, 1, 1, 2)))
         return
     ctx = ModuleCtx(src, finder)
     # kernels first: a construct inside a device function is reported for the
@@ -69,15 +84,12 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
     for fi in ordered:
         try:
             k = lower_function(ctx, fi, standalone_device=fi.kind == "device")
+        except RecursionError:
+            raise  # too deep: TL001 (parse_python)
         except Exception as e:  # noqa: BLE001 - one broken kernel must not hide the others
-            mod.diagnostics.append(
-                _internal(
-                    path,
-                    fi.node.lineno,
-                    f"`{fi.name}` could not be lowered ({type(e).__name__}: {e})",
-                    fi.name,
-                )
-            )
+            line = fi.node.lineno
+            where = f"while lowering `{fi.name}`"
+            mod.diagnostics.append(internal_error(where, e, Span(path, line, 1, line, 2), fi.name))
             continue
         if fi.kind == "device":
             mod.functions[fi.name] = k
@@ -106,17 +118,6 @@ def _tl001(path: str, line: int, col: int, end_col: int, message: str) -> Diagno
         message=message,
         span=Span(path, line, col, line, end_col),
         name="parse-error",
-    )
-
-
-def _internal(path: str, line: int, message: str, kernel: str | None = None) -> Diagnostic:
-    return Diagnostic(
-        code="TL002",
-        severity=Severity.WARNING,
-        message=message,
-        span=Span(path, line, 1, line, 2),
-        kernel=kernel,
-        name="unsupported-construct",
     )
 
 

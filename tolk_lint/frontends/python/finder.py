@@ -403,6 +403,10 @@ def _multi_assigned(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str
     return multi | {n for n, c in counts.items() if c > 1}
 
 
+# A NumPy array has at most 64 dimensions (NumPy 2; 32 before).
+MAX_ARRAY_DIMS = 64
+
+
 def _prescan(fi: FuncInfo) -> None:
     params = set(fi.params)
     scope = fi.body_scope or fi.scope
@@ -434,7 +438,8 @@ def _prescan(fi: FuncInfo) -> None:
             ):
                 sl = n.slice
                 d = sl.value if isinstance(sl, ast.Constant) and isinstance(sl.value, int) else 0
-                note(base.value.id, d + 1)
+                if 0 <= d < MAX_ARRAY_DIMS:  # `a.shape[2147483647]` says nothing of `a` (it fails to compile)
+                    note(base.value.id, d + 1)
         elif isinstance(n, ast.Attribute) and n.attr in _ARRAY_ATTRS:
             if isinstance(n.value, ast.Name) and n.value.id in params:
                 note(n.value.id, 1)

@@ -62,14 +62,15 @@ class LowererCore:
 
     # -- diagnostics ---------------------------------------------------------------------------------
 
-    def _report(self, span: Span, kind: str, what: str, origin: Origin | None = None) -> None:
+    def _report(self, span: Span, kind: str, what: str, origin: Origin | None = None,
+                message: str | None = None) -> None:  # fmt: skip
         if kind in self.reported:
             return
         self.reported.add(kind)
         d = Diagnostic(
             code="TL002",
             severity=Severity.WARNING,
-            message=f"`{what}` is not understood; analyses treat it conservatively",
+            message=message or f"`{what}` is not understood; analyses treat it conservatively",
             span=span,
             kernel=self.kernel.name,
             origin=origin,

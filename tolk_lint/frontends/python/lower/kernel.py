@@ -18,7 +18,7 @@ from tolk_lint.frontends.python.finder import FuncInfo
 from tolk_lint.frontends.python.lower.context import Frame
 from tolk_lint.frontends.python.lower.ssa import fix_index_attrs
 from tolk_lint.frontends.python.lower.values import ArrayRef
-from tolk_lint.ir.nodes import Kernel, LaunchBounds, Param, Span
+from tolk_lint.ir.nodes import Kernel, LaunchBounds, Param, Span, impossible_block
 from tolk_lint.ir.opcodes import Opcode as O
 
 _ASSUME = re.compile(r"#\s*tolk:\s*assume\s+(.+?)\s*$")
@@ -78,15 +78,22 @@ class KernelLowering:
         cands = []
         ln = fi.first_line - 1
         while ln >= 1 and lines[ln - 1].strip().startswith("#"):
-            cands.append(lines[ln - 1])
+            cands.append((ln, lines[ln - 1]))
             ln -= 1
         for ln in range(fi.first_line, fi.node.lineno):  # comments between decorators and def
             if lines[ln - 1].strip().startswith("#"):
-                cands.append(lines[ln - 1])
-        for text in cands:
+                cands.append((ln, lines[ln - 1]))
+        for line, text in cands:
             m = _LAUNCH.search(text)
             if m:
                 x, y, z = (int(g) if g else 1 for g in m.groups())
+                why = impossible_block((x, y, z))
+                if why is not None:  # not a shape any launch has: analyse for every shape
+                    span = Span(self.ctx.path, line, 1, line, len(text) + 1)
+                    message = (f"`{text.strip()}` is not a launch shape: {why}; "
+                               "the kernel is analysed for any block shape")
+                    self._report(span, "launch-comment", text, self._origin(span), message)
+                    return LaunchBounds()
                 return LaunchBounds(block=(x, y, z), source="launch comment")
         return LaunchBounds()
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tolk_lint import budget
 from tolk_lint.frontends.python.lower.values import ArrayRef, GlobalRef, PyConst, QualRef, TupleLV
 from tolk_lint.ir.opcodes import Opcode as O
 
@@ -24,6 +25,7 @@ class Statements:
 
     def suite(self, stmts: list[ast.stmt]) -> None:
         for st in stmts:
+            budget.check("lowering `%s` (line %d)", self.kernel.name, st.lineno)
             if self.b.terminated() or self.dead():
                 return
             m = getattr(self, "_s_" + type(st).__name__, None)
