@@ -33,7 +33,7 @@ from typing import Any
 
 from tolk_lint.config import Settings
 from tolk_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Related, Severity
-from tolk_lint.engine import MAX_FILE_BYTES, LintResult, decode, lint_file, lint_text
+from tolk_lint.engine import LintResult, decode, lint_file, lint_text, read_source
 from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.suppress import origin_dependencies
@@ -128,6 +128,8 @@ def _sha(data: bytes) -> str:
 
 
 def _file_sha(path: str) -> str | None:
+    if not os.path.isfile(path):  # a `.file` naming a FIFO would block the read
+        return None
     try:
         with open(path, "rb") as f:
             return _sha(f.read())
@@ -214,13 +216,9 @@ def lint_cached(path: str, settings: Settings, cache: Cache | None):
 
     if cache is None:
         return lint_file(path, settings), False
-    try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return lint_file(path, settings), False
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return lint_file(path, settings), False
+    data, err = read_source(path)
+    if data is None:  # missing, unreadable, too large, not a file: never cached
+        return LintResult(path, None, [err]), False  # type: ignore[list-item]
     key = cache.key(path, data, settings)
     got = cache.get(key)
     if got is not None:

@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import re
+import stat
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -496,23 +497,26 @@ def lint_text(
     """Lint ``text`` as the file ``path``; ``kernel_cache`` (the language
     server's) lets unchanged kernels reuse their findings. The lint runs
     under ``within``, or else under the settings' per-file budget."""
-    load_analyses(settings)
+    load_tool(settings, language or language_of(path))
     if within is None:
         within = file_budget(settings)
     return run_deep(_lint_within, text, path, settings, language, kernel_cache, within)
 
 
-_loaded = False
+_loaded: set[str] = set()
 
 
-def load_analyses(settings: Settings) -> None:
-    """Import the rules, Z3 and numpy once per process, before a file's
-    budget starts: a second of imports (more on a busy machine) is the
-    process's cost, not the first file's, and must not spend a small
-    ``--time-budget`` on it. Nothing to load when only the engine's own
-    codes (TL0) are selected."""
-    global _loaded
-    if _loaded:
+def load_tool(settings: Settings, language: str | None = None) -> None:
+    """Load once per process what a lint needs: the front end of
+    ``language`` (the PTX grammar takes a second to build), the rules, Z3
+    and numpy, before a file's budget starts: seconds of start-up (more on
+    a busy machine) are the process's cost, not the first file's, and must
+    not spend a small ``--time-budget``. The analyses are not loaded when
+    only the engine's own codes (TL0) are selected."""
+    if language in ("ptx", "python") and language not in _loaded:
+        parse(".version 8.0\n" if language == "ptx" else "import numba\n", "load", language)
+        _loaded.add(language)
+    if "analyses" in _loaded:
         return
     from tolk_lint.catalog import iter_rules
 
@@ -523,7 +527,7 @@ def load_analyses(settings: Settings) -> None:
 
     smt.z3mod()
     lazy_numpy()
-    _loaded = True
+    _loaded.add("analyses")
 
 
 def _lint_within(text: str, path: str, settings: Settings, language: str | None,
@@ -559,15 +563,29 @@ def _lint_text(
     return LintResult(path, module, kept, suppressed)
 
 
-def lint_file(path: str, settings: Settings = DEFAULT_SETTINGS) -> LintResult:
+def read_source(path: str) -> tuple[bytes | None, Diagnostic | None]:
+    """The bytes of the file ``path``, or TL001 saying why it cannot be
+    read: missing, unreadable, too large, or not a regular file (a FIFO
+    named ``k.ptx`` would block the read forever; a device never ends)."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            return LintResult(path, None, [parse_error(path, f"file too large to lint ({size} bytes)")])
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            what = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
+            if stat.S_ISSOCK(st.st_mode):
+                what = "a socket"
+            return None, parse_error(path, f"cannot read `{path}`: it is {what}, not a regular file")
+        if st.st_size > MAX_FILE_BYTES:
+            return None, parse_error(path, f"file too large to lint ({st.st_size} bytes)")
         with open(path, "rb") as f:
-            data = f.read()
+            return f.read(), None
     except OSError as e:
-        return LintResult(path, None, [parse_error(path, f"cannot read `{path}`: {e.strerror or e}")])
+        return None, parse_error(path, f"cannot read `{path}`: {e.strerror or e}")
+
+
+def lint_file(path: str, settings: Settings = DEFAULT_SETTINGS) -> LintResult:
+    data, err = read_source(path)
+    if data is None:
+        return LintResult(path, None, [err])  # type: ignore[list-item]
     text, err = decode(data, path)
     if err is not None:
         return LintResult(path, None, [err])

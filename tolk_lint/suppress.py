@@ -122,6 +122,8 @@ def _file_lines(path: str, mtime: float) -> tuple[str, ...]:
 
 
 def _lines_of(path: str) -> tuple[str, ...]:
+    if not os.path.isfile(path):  # a `.file` naming a FIFO would block the read
+        return ()
     try:
         return _file_lines(path, os.path.getmtime(path))
     except OSError:

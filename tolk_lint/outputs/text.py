@@ -41,12 +41,10 @@ def _line(source_lines: list[str], n: int) -> str | None:
 
 def _read_lines(path: str) -> list[str]:
     """The file's lines as the linter read them (its encoding, no byte-order mark)."""
-    from tolk_lint.engine import decode
+    from tolk_lint.engine import decode, read_source
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+    data, _err = read_source(path)  # never a FIFO (it would block)
+    if data is None:
         return []
     text, _err = decode(data, path)
     return (text if text is not None else data.decode("utf-8", errors="replace")).splitlines()

@@ -1,0 +1,132 @@
+"""Budgets stop the analyses that can grow: a lint that runs out of time or
+memory ends promptly with TL005 naming what was not finished (exit 2),
+and what was found before the stop is still reported.
+
+The command-line cases run in a subprocess with a timeout; their bounds are
+generous (a loaded machine takes seconds to start Python), the in-process
+ones show the stop itself is prompt. `test_each_analysis_checks_its_budget`
+makes the budget run out at the first check of each analysis in turn, so
+every analysis that can grow is known to look at it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import FIXTURES, REPO
+from test_bad_input import ACCEPTANCE, SMALL_PTX, codes, replicate_ptx, tolk_lint
+
+from tolk_lint import budget
+from tolk_lint.engine import lint_text, load_tool
+from tolk_lint.testing import settings_from_flags
+
+SLOW = REPO / "fixtures" / "corpus" / "numba" / "matvec_warp.py"  # tens of seconds of solving
+QUICK_BUG = '''
+
+@cuda.jit
+def first_divergent_barrier(a):
+    if cuda.threadIdx.x < 16:
+        cuda.syncthreads()
+'''
+
+
+def slow_file_with_a_quick_bug(tmp_path):
+    """matvec_warp.py with a kernel in front that is TL101 at once."""
+    text = SLOW.read_text()
+    head = text.index("@cuda.jit")
+    text = text[:head] + QUICK_BUG.lstrip("\n") + "\n\n" + text[head:]
+    f = tmp_path / "slow.py"
+    f.write_text(text)
+    return f, text.splitlines().index("        cuda.syncthreads()") + 1
+
+
+def test_time_budget_stops_a_slow_kernel(tmp_path):
+    f, bug_line = slow_file_with_a_quick_bug(tmp_path)
+    start = time.monotonic()
+    p = tolk_lint("check", "--no-cache", "--time-budget", "1", "--output-format", "json", str(f), timeout=120)
+    elapsed = time.monotonic() - start
+    diags = json.loads(p.stdout)
+    assert p.returncode == 2, (p.returncode, diags)
+    assert ("TL101", bug_line) in {(d["code"], d["line"]) for d in diags}, diags  # found before the stop
+    stops = [d for d in diags if d["code"] == "TL005"]
+    assert stops and all("time budget of 1 s ran out" in d["message"] for d in stops), stops
+    assert any("did not finish" in d["message"] or "did not run" in d["message"] for d in stops), stops
+    assert elapsed < 60, elapsed  # without the budget: minutes on a loaded machine
+
+
+def test_time_budget_stop_is_prompt():
+    """In process (no start-up to wait for): one second of budget, stopped
+    within a few of it, inside the analysis (the solver, the race search)."""
+    s = settings_from_flags([])
+    load_tool(s)
+    start = time.monotonic()
+    r = lint_text(SLOW.read_text(), str(SLOW), s.with_(time_budget=1.0))
+    elapsed = time.monotonic() - start
+    assert "TL005" in {d.code for d in r.diagnostics}, [d.message for d in r.diagnostics]
+    assert elapsed < 6, elapsed
+
+
+def test_memory_budget_below_what_the_process_holds(tmp_path):
+    """Any Python process holds more than 1 MiB: the first check stops the lint."""
+    f, _ = slow_file_with_a_quick_bug(tmp_path)
+    p = tolk_lint("check", "--no-cache", "--memory-budget", "1", "--output-format", "json", str(f), timeout=120)
+    diags = json.loads(p.stdout)
+    assert p.returncode == 2 and codes(diags) == {"TL005"}, diags
+    assert all("memory budget of 1 MiB ran out" in d["message"] for d in diags), diags
+
+
+def test_time_budget_stops_parsing_fifty_megabytes(tmp_path):
+    src = ACCEPTANCE / "cuda" / "sgemm_tiled.sm80.ptx"
+    text = src.read_text() if src.is_file() else SMALL_PTX
+    f = tmp_path / "big.ptx"
+    f.write_text(replicate_ptx(text, 50 * 1024 * 1024))
+    p = tolk_lint("check", "--no-cache", "--time-budget", "2", "--output-format", "json", str(f), timeout=300)
+    diags = json.loads(p.stdout)
+    assert p.returncode == 2 and codes(diags) == {"TL005"}, diags
+    [d] = diags
+    assert d["message"].startswith("reading the file stopped") and "line" in d["message"], d
+
+
+# -- every analysis that can grow looks at the budget ------------------------------------------
+
+CASES = [  # (what the check names, the fixture that reaches it, its flags)
+    ("parsing the file", "ptx/memory/shared_race_no_barrier.ptx", None),
+    ("lowering `", "ptx/memory/shared_race_no_barrier.ptx", None),
+    ("lowering `", "numba/memory/race_tile_2d.py", None),
+    ("asking the solver", "ptx/uniformity/early_exit_barrier.ptx", None),
+    ("the uniformity refinement", "ptx/uniformity/loop_varying_bound.ptx", None),
+    ("the race search", "numba/memory/race_tile_2d.py", None),
+    ("the race search's concrete pass", "numba/memory/race_tile_2d.py", None),
+    ("the bounds search", "numba/memory/stencil_halo_oob.py", None),
+    ("the staging analysis", "numba/staging/naive_matmul_global.py", None),
+]
+
+
+@pytest.mark.parametrize("what, fixture, _", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_each_analysis_checks_its_budget(monkeypatch, what, fixture, _):
+    """The budget runs out at the first check whose name starts with
+    ``what``: the lint stops there with TL005 naming it."""
+    from tolk_lint.testing import parse_expectations
+
+    path = FIXTURES / fixture
+    text = path.read_text()
+    flags = parse_expectations(text, "ptx" if path.suffix == ".ptx" else "python").flags
+    settings = settings_from_flags([f for f in flags]).with_(time_budget=120, select=("ALL",), ignore=())
+    real = budget.check
+    seen: list[str] = []
+
+    def check(name: str, *args):
+        label = name % args if args else name
+        seen.append(label)
+        if label.startswith(what):
+            raise budget.BudgetExceeded(label, "the test's budget ran out")
+        real(name, *args)
+
+    monkeypatch.setattr(budget, "check", check)
+    r = lint_text(text, str(path), settings)
+    stops = [d for d in r.diagnostics if d.code == "TL005"]
+    assert stops, (what, sorted(set(seen))[:40])
+    assert any(what in d.message and "the test's budget ran out" in d.message for d in stops), [
+        d.message for d in stops]  # fmt: skip
