@@ -183,7 +183,8 @@ def run(args) -> int:
     def launch(chunk: int, first: int, count: int) -> None:
         p = subprocess.Popen(base + ["--start", str(first), "--count", str(count)], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, cwd=REPO)  # fmt: skip
-        running[p] = {"chunk": chunk, "next": first, "end": first + count, "current": None, "since": 0.0}
+        running[p] = {"chunk": chunk, "first": first, "next": first, "end": first + count, "current": None,
+                      "since": 0.0}  # fmt: skip
         sel.register(p.stdout, selectors.EVENT_READ, p)
 
     def record(st: dict, rec: dict) -> None:
@@ -212,6 +213,9 @@ def run(args) -> int:
             record(st, {"i": st["current"], "kind": "hang", "codes": [], "s": 0.0,
                         "detail": "the worker never answered", "seed": "", "mutations": []})  # fmt: skip
         if st["next"] < st["end"]:  # stopped early (after a hang): a fresh worker does the rest
+            if st["next"] == st["first"] and not killed:
+                raise SystemExit(f"fuzz: a worker died before its first case ({base[:2]} --start {st['next']}); "
+                                 "run it alone to see why")  # fmt: skip
             pending.insert(0, (st["chunk"], st["next"], st["end"] - st["next"]))
             return
         ch = chunks[st["chunk"]]
@@ -247,10 +251,10 @@ def run(args) -> int:
                 last_print = now
                 print("fuzz: " + tally.line(now - start_wall, done), flush=True)
     except KeyboardInterrupt:
-        for p in running:
-            p.kill()
         print("fuzz: interrupted; run the same command to resume", flush=True)
     finally:
+        for p in running:
+            p.kill()
         if log is not None:
             log.close()
         if tmp:
