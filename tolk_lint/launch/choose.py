@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from tolk_lint.ir.nodes import Kernel, Module
+from tolk_lint.ir.nodes import Kernel, Module, Origin
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.cuda_source import CudaSource, read_source
 from tolk_lint.launch.mangled import read_entry
@@ -150,3 +150,15 @@ def forget(k: Kernel, keep: frozenset[str]) -> None:
     """Drop the kernel's cached analyses but ``keep``: a new launch is being analysed."""
     for key in [key for key in k._cache if key not in keep]:
         del k._cache[key]
+
+
+def definition_origin(module: Module, k: Kernel) -> Origin | None:
+    """Where the CUDA source defines the PTX entry ``k`` (the line of its name)."""
+    if module.language != "ptx":
+        return None
+    entry = read_entry(k.name)
+    for src in cuda_sources(module):
+        for kd in src.kernels:
+            if kd.parts[-len(entry.parts) :] == entry.parts[-len(kd.parts) :] and kd.name == entry.name:
+                return Origin(src.path, kd.name_line)
+    return None

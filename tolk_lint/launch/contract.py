@@ -9,8 +9,9 @@ for: a 16x16 tile indexed by ``threadIdx`` is out of bounds for a block of
 1. Each finding comes with the solver's question that found it (its
    `goal`: the access's conditions and its overlap or bound, over the
    symbolic block dimensions ``ntid``). A finding that still holds for a
-   block of two threads (or of one) is wrong for every shape: no contract
-   removes it, and it stays an error.
+   block of two threads (or of one, or of 2x2 for a kernel that reads
+   ``threadIdx.y``) is wrong for every shape: no contract removes it, and it
+   stays an error.
 2. The others are asked again with the block bounded, one family of
    contracts at a time, each bound found by binary search over the
    *natural* sizes (powers of two, multiples of 32, and the kernel's array
@@ -64,6 +65,7 @@ class Need:
     text: str  # the access, in words
     instr: Any
     example: str  # the finding's witness block, in words ("a block of 17x1x1")
+    key: tuple = ()  # the source-level finding it is part of: (code, line[, the other access's line])
 
 
 def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
@@ -77,7 +79,8 @@ def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
             ins = f.access.instr
             block = (f.witness or {}).get("block")
             out.append(Need("TL202", f.goal[0], f.goal[1], _line(ins), access_text(f.access) + " leaves `"
-                            + pretty_buffer(f.access.root) + "`", ins, _block_words(block)))  # fmt: skip
+                            + pretty_buffer(f.access.root) + "`", ins, _block_words(block),
+                            ("TL202", user_line(ins))))  # fmt: skip
     if "TL201" in codes:
         for r in facts.races():
             if r.code != "TL201":
@@ -87,12 +90,20 @@ def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
             ins = r.later.instr
             block = (r.witness or {}).get("block")
             text = f"{access_text(r.later)} races with the access at line {r.other.line}"
-            out.append(Need("TL201", r.goal[0], r.goal[1], _line(ins), text, ins, _block_words(block)))
+            key = ("TL201",) + tuple(sorted((user_line(r.later.instr), user_line(r.other.instr))))
+            out.append(Need("TL201", r.goal[0], r.goal[1], _line(ins), text, ins, _block_words(block), key))
     return out
 
 
 def _line(ins) -> int:
     return ins.span.line if ins.span is not None else 0
+
+
+def user_line(ins) -> int:
+    """The line the person wrote: the ``.loc`` origin's, else the linted line."""
+    if ins.origin is not None:
+        return ins.origin.outermost().line
+    return _line(ins)
 
 
 def _block_words(block) -> str:
@@ -108,6 +119,7 @@ class Inference:
         self.limit = limit
         self.rlimit = rlimit
         self.natural = natural_sizes(k, limit)
+        self.guesses = sorted(array_sizes(k, limit), reverse=True)
         self._memo: dict[tuple, bool] = {}
         self.questions = 0
 
@@ -123,33 +135,56 @@ class Inference:
         ok = True
         for q, exprs in _by_query(needs):
             z3 = q.z3
+            cons = build(z3, q.enc.ntid)
             self.questions += 1
-            v = solve_bv(q.enc, z3.And(*build(z3, q.enc.ntid), z3.Or(*exprs)), self.rlimit)
-            if v.status != "unsat":
+            v = solve_bv(q.enc, z3.And(*cons, z3.Or(*exprs)), self.rlimit // 4 if len(exprs) > 1 else self.rlimit)
+            if v.status == "unknown" and len(exprs) > 1:  # too hard together: each alone
+                for e in exprs:
+                    self.questions += 1
+                    if solve_bv(q.enc, z3.And(*cons, e), self.rlimit).status != "unsat":
+                        ok = False
+                        break
+            elif v.status != "unsat":
                 ok = False
+            if not ok:
                 break
         self._memo[memo_key] = ok
         return ok
 
     def wrong_everywhere(self, needs: list[Need]) -> list[Need]:
-        """The findings that still hold for a block of one or two threads."""
+        """The findings that still hold for a block of one or two threads (or
+        two in each dimension the kernel reads): no contract taken removes them."""
         shapes = [(1, 1, 1)] + [tuple(2 if e == d else 1 for e in range(3)) for d in self.dims]
+        if len(self.dims) > 1:  # every contract taken keeps 2 threads in each dimension read
+            shapes.append(tuple(2 if e in self.dims else 1 for e in range(3)))
         out: list[Need] = []
         for q, group in _groups(needs):
             rest = list(group)
+            z3 = q.z3
             for shape in shapes:
+                cons = [q.enc.ntid[d] == shape[d] for d in range(3)]
                 while rest:
-                    z3 = q.z3
-                    ntid = q.enc.ntid
-                    cons = [ntid[d] == shape[d] for d in range(3)]
                     self.questions += 1
-                    v = solve_bv(q.enc, z3.And(*cons, z3.Or(*[n.expr for n in rest])), self.rlimit)
+                    # together on a quarter of the budget (as the race search does), each alone when too hard
+                    v = solve_bv(q.enc, z3.And(*cons, z3.Or(*[n.expr for n in rest])),
+                                 self.rlimit // 4 if len(rest) > 1 else self.rlimit)  # fmt: skip
+                    if v.status == "unknown" and len(rest) > 1:
+                        alone = []
+                        for n in rest:
+                            self.questions += 1
+                            if solve_bv(q.enc, z3.And(*cons, n.expr), self.rlimit).status == "sat":
+                                alone.append(n)
+                        out += alone
+                        rest = [n for n in rest if n not in alone]
+                        break
                     if v.status != "sat":
                         break
                     hit = [n for n in rest if z3.is_true(v.model.eval(n.expr, model_completion=True))] or rest[:1]
                     out += hit
                     rest = [n for n in rest if n not in hit]
-        return out
+        # one source-level finding is one bug: its other pairs (other trips, unrolled copies) go with it
+        keys = {n.key for n in out}
+        return [n for n in needs if n.key in keys]
 
     # -- the families --------------------------------------------------------------------------------
 
@@ -159,16 +194,46 @@ class Inference:
         bounds = {d: self._axis(needs, d) for d in self.dims}
         if len(self.dims) == 1:
             return self._one_dimensional(needs, bounds[self.dims[0]])
-        if all(b is not None for b in bounds.values()):
-            dims = tuple(bounds.get(d, 1) for d in range(3))
-            box = Contract(dims, min(self.limit, dims[0] * dims[1] * dims[2]), "box")  # type: ignore[arg-type]
-            if box.threads >= MIN_THREADS and self.holds(needs, ("box", dims), lambda z3, n: _box(z3, n, dims)):
-                return box
+        box = self._box(needs, bounds)
+        if box is not None:
+            return box
         t = self._largest(needs, ("threads",), lambda z3, n, v: _threads(z3, n, self.dims, v))
         if t is not None and t >= MIN_THREADS:
             dims = tuple(min(t, 1024 if d < 2 else 64) if d in self.dims else 1 for d in range(3))
             return Contract(dims, t, "product")  # type: ignore[arg-type]
         return None
+
+    def _box(self, needs: list[Need], bounds: dict[int, int | None]) -> Contract | None:
+        """The best box: the per-dimension bounds together, or, when they do
+        not hold together (a PTX array is flat: ``As[0][tx]`` stays inside
+        ``As[32][32]`` up to 1024 threads in x alone), one dimension's bound
+        searched again with the others at theirs. Every dimension the kernel
+        reads must keep at least 2 threads; most threads wins, then the most
+        even box."""
+        if any(b is None for b in bounds.values()):
+            return None
+        full = tuple(bounds.get(d, 1) for d in range(3))
+        c = Contract(full, min(self.limit, full[0] * full[1] * full[2]), "box")  # type: ignore[arg-type]
+        if c.threads >= MIN_THREADS and self.holds(needs, ("box", full), lambda z3, n: _box(z3, n, full)):
+            return c
+        tries = []
+        for d in self.dims:
+            others = {e: bounds[e] for e in self.dims if e != d}
+            got = self._largest(needs, ("box-axis", d) + tuple(sorted(others.items())),
+                                lambda z3, n, v, d=d, others=others: _box(z3, n, _dims(d, v, others)))  # fmt: skip
+            if got is not None:
+                tries.append(_dims(d, got, others))
+        best: Contract | None = None
+        for dims in dict.fromkeys(tries):
+            if any(dims[d] < 2 for d in self.dims):
+                continue
+            c = Contract(dims, min(self.limit, dims[0] * dims[1] * dims[2]), "box")  # type: ignore[arg-type]
+            if c.threads < MIN_THREADS or not self.holds(needs, ("box", dims), lambda z3, n, dims=dims: _box(z3, n, dims)):
+                continue
+            if best is None or (c.threads, min(dims[d] for d in self.dims)) > \
+                    (best.threads, min(best.dims[d] for d in self.dims)):  # fmt: skip
+                best = c
+        return best
 
     def _one_dimensional(self, needs: list[Need], bound: int | None) -> Contract | tuple[int, int, int] | None:
         best: Contract | None = None
@@ -192,15 +257,23 @@ class Inference:
         return self._largest(needs, ("axis", d), lambda z3, n, v: _axis(z3, n, d, v))
 
     def _largest(self, needs: list[Need], key: tuple, build) -> int | None:
-        sizes = self.natural
-
+        """The largest natural ``v`` for which ``build(v)`` removes the
+        findings, when it is their exact limit (``v + 1`` does not); the
+        kernel's own array sizes are tried first (most kernels' limit is
+        one of them: two questions), then a binary search."""
         def ok(v: int) -> bool:
             return self.holds(needs, key + (v,), lambda z3, n: build(z3, n, v))
 
-        best = _search(sizes, ok)
+        def exact(v: int) -> bool:
+            return v >= self.limit or not ok(v + 1)
+
+        for guess in self.guesses:
+            if ok(guess) and exact(guess):
+                return guess
+        best = _search(self.natural, ok)
         if best is None or best >= self.limit:
             return best
-        return best if not ok(best + 1) else None  # the exact limit, or an unnatural one: none
+        return best if exact(best) else None  # the exact limit, or an unnatural one: none
 
 
 def _search(sizes: list[int], ok) -> int | None:
@@ -226,9 +299,16 @@ def _powers(limit: int) -> list[int]:
 
 def natural_sizes(k, limit: int) -> list[int]:
     """Block bounds a person would write: powers of two, multiples of a
-    warp, and the dimensions and sizes of the kernel's shared and local
-    arrays (PTX arrays are bytes: their sizes in elements of 1 to 16 bytes)."""
-    out = set(_powers(limit)) | {32 * m for m in range(1, MAX_THREADS // 32 + 1)}
+    warp, and the kernel's array sizes (`array_sizes`)."""
+    out = set(_powers(limit)) | {32 * m for m in range(1, MAX_THREADS // 32 + 1)} | array_sizes(k, limit)
+    out.add(limit)
+    return sorted(n for n in out if 2 <= n <= limit)
+
+
+def array_sizes(k, limit: int) -> set[int]:
+    """The dimensions and sizes of the kernel's shared and local arrays (PTX
+    arrays are bytes: their sizes in elements of 2 to 16 bytes)."""
+    out: set[int] = set()
     for buf in k.buffers.values():
         if buf.space not in ("shared", "local"):
             continue
@@ -238,8 +318,7 @@ def natural_sizes(k, limit: int) -> list[int]:
             out.add(buf.elements)
         if k.language == "ptx" and buf.bytes:
             out |= {buf.bytes // e for e in (2, 4, 8, 16) if buf.bytes % e == 0}
-    out.add(limit)
-    return sorted(n for n in out if 2 <= n <= limit)
+    return {n for n in out if 2 <= n <= limit}
 
 
 def _groups(needs: list[Need]):
@@ -258,6 +337,12 @@ def _by_query(needs: list[Need]):
 
 def _axis(z3, ntid, d: int, bound: int) -> list:
     return [z3.ULE(ntid[d], bound)] + [ntid[e] == 1 for e in range(3) if e != d]
+
+
+def _dims(d: int, bound: int, others: dict[int, int]) -> tuple[int, int, int]:
+    out = [others.get(e, 1) for e in range(3)]
+    out[d] = bound
+    return (out[0], out[1], out[2])
 
 
 def _box(z3, ntid, dims) -> list:

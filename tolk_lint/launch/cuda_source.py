@@ -47,6 +47,7 @@ class KernelDef:
     parts: tuple[str, ...]  # namespaces and the name
     template_params: tuple[str, ...]
     line: int  # where its declaration starts (its `template` line, if any)
+    name_line: int = 0  # the line of its name
 
     @property
     def name(self) -> str:
@@ -128,8 +129,13 @@ class CudaSource:
 
     # -- names ----------------------------------------------------------------------------------------
 
-    def _resolver(self, index: int, func: Function | None, where: list[str], depth: int):
-        guards = self._guards(index, func)
+    def _resolver(self, index: int, func: Function | None, where: list[str], depth: int,
+                  outer: dict[str, int] | None = None):  # fmt: skip
+        """How names are valued at ``index``: ``outer`` holds what the
+        launch's own guards fix (a parameter ``if (block_size == 16)``
+        tests has that value in every statement of the function before the
+        launch too: parameters are not reassigned here)."""
+        guards = {**self._guards(index, func), **(outer or {})}
 
         def name_at(name: str) -> Any:
             if depth > _MAX_DEPTH:
@@ -137,7 +143,7 @@ class CudaSource:
             if name in guards:
                 return guards[name]
             if func is not None:
-                got = self._local(name, index, func, where, depth)
+                got = self._local(name, index, func, where, depth, guards)
                 if got is not _NOT_FOUND:
                     return got
                 if name in func.params:
@@ -146,7 +152,8 @@ class CudaSource:
 
         return name_at
 
-    def _local(self, name: str, index: int, func: Function, where: list[str], depth: int) -> Any:
+    def _local(self, name: str, index: int, func: Function, where: list[str], depth: int,
+               guards: dict[str, int]) -> Any:  # fmt: skip
         """The value the function's last binding of ``name`` before ``index`` gives it."""
         toks = self.tokens
         for j in range(index - 1, func.start, -1):
@@ -171,7 +178,7 @@ class CudaSource:
                 close = matching(toks, j + 1)
                 init = [Token("name", "dim3", toks[j].line)] + toks[j + 1 : close + 1] if prev == "dim3" else \
                     toks[j + 2 : close]  # fmt: skip
-            sub = self._resolver(j, func, [], depth + 1)
+            sub = self._resolver(j, func, [], depth + 1, {n: v for n, v in guards.items() if n in func.params})
             v = Evaluator(sub).value(init)
             if v is None:
                 return None
@@ -429,7 +436,8 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
             elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
                 tparams.append(x.text)
     ns = tuple(name for kind, name in scopes if kind == "namespace")
-    src.kernels.append(KernelDef(ns + (toks[open_paren - 1].text,), tuple(tparams), decl[0].line if decl else toks[open_paren].line))
+    name = toks[open_paren - 1]
+    src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line))
 
 
 def _enum(src: CudaSource, brace: int) -> None:

@@ -17,8 +17,9 @@ import traceback
 from tolk_lint import budget
 from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Related, Severity
 from tolk_lint.ir.nodes import Kernel, Module
-from tolk_lint.launch.choose import FOR_EVERY_BLOCK, forget, use
-from tolk_lint.launch.contract import CODES, Inference, Need, inferred_shape, needs_of
+from tolk_lint.launch.choose import FOR_EVERY_BLOCK, definition_origin, forget, use
+from tolk_lint.launch.contract import CODES, Inference, Need, inferred_shape, needs_of, user_line
+from tolk_lint.launch.mangled import read_entry
 from tolk_lint.launch.shapes import MAX_THREADS, Contract, LaunchShape, block_text
 from tolk_lint.registry import selected
 
@@ -41,7 +42,7 @@ def infer(module: Module, k: Kernel, settings, run, diags: list[Diagnostic]) -> 
     saved_cache = dict(k._cache)
     saved = (k.launch.block, k.launch.contract, k.launch.source)
     try:
-        got = _infer(k, facts, codes, run)
+        got = _infer(module, k, facts, codes, run)
     except budget.BudgetExceeded:
         got = None
     except Exception:  # noqa: BLE001 - the lint without a contract stands: never fail it over one
@@ -54,7 +55,7 @@ def infer(module: Module, k: Kernel, settings, run, diags: list[Diagnostic]) -> 
     return got
 
 
-def _infer(k: Kernel, facts, codes: tuple[str, ...], run) -> tuple[LaunchShape, list[Diagnostic]] | None:
+def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tuple[LaunchShape, list[Diagnostic]] | None:
     needs = needs_of(facts, codes)
     if not needs:
         return None
@@ -77,7 +78,7 @@ def _infer(k: Kernel, facts, codes: tuple[str, ...], run) -> tuple[LaunchShape, 
             return None
         if not any(d.code in codes and (d.code, d.span.line) not in stays for d in diags):
             log.debug("launch contract of %s: %s after %d questions", k.name, shape.what(), inf.questions)
-            return shape, diags + [tl205(k, shape, fixable, everywhere)]
+            return shape, diags + [tl205(module, k, shape, fixable, everywhere)]
         more = needs_of(k._cache["memory"], codes)
         if more is None:
             return None
@@ -85,15 +86,15 @@ def _infer(k: Kernel, facts, codes: tuple[str, ...], run) -> tuple[LaunchShape, 
     return None
 
 
-def tl205(k: Kernel, shape: LaunchShape, needs: list[Need], everywhere: list[Need]) -> Diagnostic:
+def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], everywhere: list[Need]) -> Diagnostic:
     """TL205 at the kernel's header: the contract, which accesses need it, how to declare it."""
     c = shape.contract
     block = shape.block
     what = c.describe() if c is not None else f"blockDim.x == {block[0]} (blockDim.y = blockDim.z = 1)"  # type: ignore[index]
     largest = c.largest() if c is not None else block
-    lines = sorted({n.line for n in needs})
+    lines = sorted({user_line(n.instr) for n in needs})
     shown = ", ".join(str(x) for x in lines[:6]) + (" ..." if len(lines) > 6 else "")
-    message = (f"kernel `{k.name}` is race-free and in bounds only for blocks with {what}: no launch shape is "
+    message = (f"kernel {_name(k)} is race-free and in bounds only for blocks with {what}: no launch shape is "
                "given (no call site, host launch, `tolk: launch` comment or configuration names one), so it is "
                f"linted under that contract; the shared or local accesses at line{'s' if len(lines) > 1 else ''} "
                f"{shown} need it; declare it with {_declarations(k, largest, c)}")  # type: ignore[arg-type]  # fmt: skip
@@ -106,16 +107,27 @@ def tl205(k: Kernel, shape: LaunchShape, needs: list[Need], everywhere: list[Nee
     data = {"contract": c.to_json() if c is not None else {"family": "exact", "block": list(block or ())},
             "needed_by": [{"code": n.code, "line": n.line} for n in needs],
             "suggested_block": list(largest) if largest else None}  # fmt: skip
-    return Diagnostic("TL205", Severity.WARNING, message, k.span, kernel=k.name, related=related, data=data,  # type: ignore[arg-type]
-                      name="implicit-launch-contract")  # fmt: skip
+    origin = definition_origin(module, k)  # a PTX entry's definition in its CUDA source
+    return Diagnostic("TL205", Severity.WARNING, message, k.span, kernel=k.name, origin=origin,  # type: ignore[arg-type]
+                      related=related, data=data, name="implicit-launch-contract")  # fmt: skip
+
+
+def _name(k: Kernel) -> str:
+    """The kernel's name as its source spells it (a C++ entry demangled, with its PTX name)."""
+    e = read_entry(k.name) if k.language == "ptx" else None
+    return f"`{k.name}`" if e is None or str(e) == k.name else f"`{e}` (`{k.name}`)"
 
 
 def _declarations(k: Kernel, block: tuple[int, int, int], contract: Contract | None) -> str:
     comment = "#" if k.language == "python" else "//"
     parts = [f"`{comment} tolk: launch block={block_text(block)}` above the kernel (the block it is launched with)",
-             f"`\"{k.name}\" = [{block[0]}, {block[1]}, {block[2]}]` in [tool.tolk-lint.launch]"]  # fmt: skip
+             f"`\"{_config_key(k)}\" = [{block[0]}, {block[1]}, {block[2]}]` in [tool.tolk-lint.launch]"]  # fmt: skip
     if k.language == "ptx":
         threads = contract.threads if contract is not None else block[0] * block[1] * block[2]
         whole = contract is not None and not contract.pow2 and sum(1 for d in contract.dims if d > 1) == 1
         parts.append(f"`__launch_bounds__({threads})` on the kernel" + ("" if whole else " (it bounds the threads only)"))
     return ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def _config_key(k: Kernel) -> str:
+    return str(read_entry(k.name)) if k.language == "ptx" else k.name

@@ -4,7 +4,8 @@
 (called or not: subscripting a kernel *is* configuring its launch), with
 the kernel found through the discovery's bindings (`discover.Discovery`
 evaluates the expression: a name bound to a kernel, a factory's result, a
-cache entry, a loop over kernels), and the block read as a constant: a
+loop over kernels; a subscript or attribute through what the module stores
+into it, ``KERNELS["scale"] = cuda.jit(f)``), and the block read as a constant: a
 literal, a module constant, a local assigned a tuple of constants
 (``threadsperblock = (TPB, TPB)``, also under ``if __name__ ==
 "__main__":``), or each element of a literal tuple a ``for`` runs over.
@@ -41,17 +42,19 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
     """Kernel (its `FuncInfo`) -> the shapes its call sites in the module
     give, in source order (one per distinct block, naming every site)."""
     d = Discovery(finder._by_node, finder._class_scopes)
+    nodes = list(_nodes_with_scopes(tree, finder))
+    stores = _stores(nodes)
     found: dict[FuncInfo, list[tuple[Any, int, str]]] = {}  # fi -> (block or Contract, line, what)
-    for node, scope in _nodes_with_scopes(tree, finder):
+    for node, scope in nodes:
         if isinstance(node, ast.Subscript):
-            kernels = _kernels(d, node.value, scope, node.lineno)
+            kernels = _kernels(d, node.value, scope, node.lineno, stores)
             if not kernels:
                 continue
             for block in _blocks_of_config(node.slice, scope, node.lineno):
                 for fi in kernels:
                     found.setdefault(fi, []).append((block, node.lineno, "call site"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forall":
-            kernels = _kernels(d, node.func.value, scope, node.lineno)
+            kernels = _kernels(d, node.func.value, scope, node.lineno, stores)
             if not kernels:
                 continue
             tpb = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "tpb"), None)
@@ -115,10 +118,35 @@ def _nodes_with_scopes(tree: ast.Module, finder: Any):
         stack.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
 
 
-def _kernels(d: Discovery, node: ast.expr, scope: Scope, line: int) -> list[FuncInfo]:
-    """The kernels ``node`` may stand for."""
+def _stores(nodes) -> dict[str, list[tuple[ast.expr, Scope, int]]]:
+    """What is stored into subscripts and attributes (``cache["k"] =
+    cuda.jit(f)``, ``self.kernel = ...``), by the target's text: the
+    discovery does not follow a value through them."""
+    out: dict[str, list[tuple[ast.expr, Scope, int]]] = {}
+    for node, scope in nodes:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, (ast.Subscript, ast.Attribute)):
+                    out.setdefault(ast.unparse(t), []).append((node.value, scope, node.lineno))
+    return out
+
+
+def _kernels(d: Discovery, node: ast.expr, scope: Scope, line: int, stores=None) -> list[FuncInfo]:
+    """The kernels ``node`` may stand for; a subscript or attribute the
+    discovery cannot value, through what is stored into that same text
+    (when that is one kernel: ``self.k`` of two classes is none)."""
     if not isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
         return []
+    out = _values_kernels(d, node, scope, line)
+    if not out and stores and isinstance(node, (ast.Subscript, ast.Attribute)):
+        stored = [fi for value, s, ln in stores.get(ast.unparse(node), ()) for fi in _values_kernels(d, value, s, ln)]
+        out = list(dict.fromkeys(stored))
+        if len(out) > 1:
+            return []
+    return out
+
+
+def _values_kernels(d: Discovery, node: ast.expr, scope: Scope, line: int) -> list[FuncInfo]:
     try:
         values = d.eval(node, Ctx(scope, line, {}))
     except RecursionError:

@@ -171,7 +171,7 @@ class MemoryCore:
         if lb.block is not None:
             return ""
         if lb.contract is not None:  # `kernel.forall`, or the contract TL205 inferred
-            return f"{lb.contract.describe()} ({lb.source})" if lb.source else lb.contract.describe()
+            return f"{lb.contract.describe()}, {lb.source}" if lb.source else lb.contract.describe()
         if lb.reqntid:
             return f"a block of {'x'.join(str(x) for x in lb.reqntid)} threads (.reqntid)"
         flat = "" if ("y" in self.tid_dims or "z" in self.tid_dims) else ", one-dimensional as the kernel reads only tid.x"
