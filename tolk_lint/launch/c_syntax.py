@@ -38,6 +38,7 @@ class Token:
     kind: str  # "name" | "num" | "str" | "op" | "other"
     text: str
     line: int
+    pos: int = -1  # offset of its first character in the source (-1: made up)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def lex(text: str) -> tuple[list[Token], list[tuple[int, str]], list[Define]]:
         if kind == "pp" and pp is None and (not tokens or tokens[-1].line != line):
             pp, pp_line = [], line
             continue
-        tok = Token("op" if kind == "op" else kind, s, line)
+        tok = Token("op" if kind == "op" else kind, s, line, m.start())
         if kind == "str":
             line += s.count("\n")
         if pp is not None:
@@ -96,9 +97,8 @@ def lex(text: str) -> tuple[list[Token], list[tuple[int, str]], list[Define]]:
 
 def _preprocessor(toks: list[Token], line: int, defines: list[Define]) -> None:
     if len(toks) >= 2 and toks[0].text == "define" and toks[1].kind == "name":
-        if len(toks) > 2 and toks[2].text == "(" and toks[2].line == toks[1].line:
-            # `#define F(x)` is a macro with parameters, unless a space came first: not told apart here
-            return
+        if len(toks) > 2 and toks[2].text == "(" and toks[2].pos == toks[1].pos + len(toks[1].text):
+            return  # `#define F(x)`: a macro with parameters (`#define A (1 + 2)` has a space)
         defines.append(Define(toks[1].text, tuple(toks[2:]), line))
 
 

@@ -19,7 +19,9 @@ for: a 16x16 tile indexed by ``threadIdx`` is out of bounds for a block of
    dimensions at 1, then the box of those bounds (``blockDim.x <= 16 and
    blockDim.y <= 16``), else a bound on the threads (``blockDim.x *
    blockDim.y <= 256``); for a one-dimensional kernel also ``blockDim.x is
-   a power of two <= N``, and, when no bounded family admits a warp, an
+   a power of two <= N`` (when a size below N that is no power of two
+   fails: a kernel right for every size up to N has the bound as its
+   contract), and, when no bounded family admits a warp, an
    exact size (``blockDim.x == 256``). A bound is taken only when it is the
    exact limit (one more fails): a kernel correct up to 31 threads is not
    given "<= 16". A contract must admit a block of at least 32 threads.
@@ -242,12 +244,18 @@ class Inference:
         if bound is None or bound < self.limit:
             powers = [p for p in _powers(self.limit) if p > (bound or 0)]
             p = _search(powers, lambda v: self.holds(needs, ("pow2", v), lambda z3, n: _pow2(z3, n, v)))
-            if p is not None and p >= MIN_THREADS and (best is None or p > best.threads):
+            # taken only when some other size up to it fails: when every one does not, the bound
+            # is the contract, and an unnatural one at that (right up to 63 threads is no power of two)
+            if p is not None and p >= MIN_THREADS and (best is None or p > best.threads) and \
+                    not self.holds(needs, ("axis", 0, p), lambda z3, n: _axis(z3, n, 0, p)):  # fmt: skip
                 best = Contract((p, 1, 1), p, "pow2", pow2=True)
         if best is not None:
             return best
         for size in [n for n in reversed(self.natural) if n >= MIN_THREADS][:MAX_EXACT_PROBES]:
             if self.holds(needs, ("exact", size), lambda z3, n, s=size: _exact(z3, n, s)):
+                # as for powers of two: only when a smaller size fails (else the bound is the contract)
+                if self.holds(needs, ("axis", 0, size), lambda z3, n, s=size: _axis(z3, n, 0, s)):
+                    return None
                 return (size, 1, 1)
         return None
 

@@ -78,6 +78,7 @@ class Launch:
 class CudaSource:
     path: str
     label: str  # the file's name, for messages
+    text: str
     lines: list[str]
     tokens: list[Token]
     comments: list[tuple[int, str]]
@@ -187,7 +188,7 @@ class CudaSource:
             v = self._members(name, v, j, index, func, depth)
             if v is not None:
                 start = _statement_start(toks, j, func.start)
-                where.append(f"`{_text(toks[start:stmt_end])}` at {self.label}:{toks[start].line}")
+                where.append(f"`{_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
             return v
         return _NOT_FOUND
 
@@ -305,14 +306,15 @@ def _statement_start(toks: list[Token], j: int, stop: int) -> int:
     return k
 
 
-def _text(toks: list[Token]) -> str:
-    out = ""
-    prev: Token | None = None
-    for t in toks:
-        if prev is not None and (prev.kind in ("name", "num") and t.kind in ("name", "num") or prev.text == ","):
-            out += " "
-        out += t.text
-        prev = t
+def _text(toks: list[Token], source: str) -> str:
+    """The tokens as the source writes them (whitespace collapsed), shortened."""
+    if not toks:
+        return ""
+    first, last = toks[0], toks[-1]
+    if first.pos >= 0 and last.pos >= 0:
+        out = " ".join(source[first.pos : last.pos + len(last.text)].split())
+    else:
+        out = " ".join(t.text for t in toks)
     return out if len(out) <= 80 else out[:77] + "..."
 
 
@@ -348,7 +350,7 @@ def scan(text: str, path: str) -> CudaSource:
     by_name: dict[str, list] = {}
     for d in defines:
         by_name.setdefault(d.name, []).append(d.tokens)
-    src = CudaSource(path, os.path.basename(path), text.splitlines(), tokens, comments, by_name)
+    src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name)
     _structure(src)
     return src
 
@@ -488,7 +490,7 @@ def _launches(src: CudaSource) -> None:
                 continue
             parts, targs = named
             first = _statement_start(toks, i, -1)
-            text = _text(toks[first : close + 1])
+            text = _text(toks[first : close + 1], src.text)
             src.launches.append(Launch(parts, targs, args[1], i, t.line, func_at(i), text))
         elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
             close = matching(toks, i + 1)
@@ -499,7 +501,7 @@ def _launches(src: CudaSource) -> None:
             if named is None:
                 continue
             parts, targs = named
-            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1])))
+            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text)))
 
 
 def _launched_name(toks: list[Token], i: int) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
