@@ -319,8 +319,8 @@ def test_json_and_sarif_carry_the_launch(tmp_path):
 
 def test_no_shape_says_so_in_the_data():
     diags = _lint(TWO_SHAPES[: TWO_SHAPES.index("def run")].replace("s[63 - t]", "s[t]"), ignore=("TL205",))
-    assert diags and all(d.data["launch"]["kind"] == "none" for d in diags)
-    assert all("any block of at most 1024 threads" in d.data["launch"]["assumed"] for d in diags)
+    assert diags and all(d.data["launch"][0]["kind"] == "none" for d in diags)
+    assert all("any block of at most 1024 threads" in d.data["launch"][0]["assumed"] for d in diags)
 
 
 # -- TL205 -------------------------------------------------------------------------------------------------
@@ -410,3 +410,50 @@ def test_contract_words():
     assert p.describe().startswith("blockDim.x is a power of two <= 512")
     assert p.admits((256, 1, 1)) and not p.admits((384, 1, 1)) and p.largest() == (512, 1, 1)
     assert Contract((1024, 1024, 1), 256, "product").largest() == (16, 16, 1)
+
+
+# -- a PTX file with its CUDA source beside it -------------------------------------------------------------
+
+PTX_OWN_WORD = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry own_word()
+{
+    .shared .align 4 .b8 s[128];
+    .reg .b32 %r<5>;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, s;
+    add.s32 %r4, %r3, %r2;
+    st.shared.u32 [%r4], %r1;
+    ret;
+}
+"""
+
+HOST_OF = 'extern "C" __global__ void own_word() {{}}\nvoid run() {{ own_word<<<1, {n}>>>(); }}\n'
+
+
+def test_the_cu_beside_a_ptx_without_file_table_and_the_cache_follows_it(tmp_path):
+    from tolk_lint.cache import Cache, lint_cached
+
+    ptx = tmp_path / "own.sm80.ptx"
+    ptx.write_text(PTX_OWN_WORD)
+    cu = tmp_path / "own.cu"  # `own.sm80.ptx` is compiled from `own.cu`
+    cu.write_text(HOST_OF.format(n=32))
+    cache = Cache(str(tmp_path))
+    first, hit = lint_cached(str(ptx), DEFAULT_SETTINGS, cache)
+    assert not hit and not first.diagnostics  # 32 threads, 32 words
+    again, hit = lint_cached(str(ptx), DEFAULT_SETTINGS, cache)
+    assert hit and not again.diagnostics
+    cu.write_text(HOST_OF.format(n=64))  # the launch changed: the cached result is stale
+    second, hit = lint_cached(str(ptx), DEFAULT_SETTINGS, cache)
+    assert not hit and [d.code for d in second.diagnostics] == ["TL202"]
+    assert "from the launch `own_word<<<1, 64>>>` at own.cu:2" in second.diagnostics[0].message
+
+
+def test_tl205_names_the_call_sites_whose_block_it_could_not_read():
+    src = REVERSE + "\ndef run(x, tpb):\n    k[x.size // tpb, tpb](x)\n"
+    [d] = _lint(src)
+    assert d.code == "TL205"
+    assert "the block of the call site at line 14 is not a constant" in d.message, d.message

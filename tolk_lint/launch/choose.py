@@ -50,6 +50,7 @@ def launch_shapes(module: Module, settings) -> dict[int, list[LaunchShape]]:
                 sources = cuda_sources(module)
             found += ptx_shapes(module, k, sources)
         out[id(k)] = first_kind([s for s in found if s.block is None or valid_block(s.block)])
+        k.launch.found = tuple(found)  # with what the CUDA source gave: TL205 names the launches it could not read
     return out
 
 
@@ -113,6 +114,19 @@ def _ptx_header(text: str) -> bool:
 def cuda_sources(module: Module) -> list[CudaSource]:
     """The readable CUDA sources the PTX's ``.file`` table names (toolkit
     headers left out), or the ``.cu`` beside the ``.ptx`` when it names none."""
+    out = []
+    for path in source_paths(module):
+        src = read_source(path)
+        if src is not None:
+            out.append(src)
+    return out
+
+
+def source_paths(module: Module) -> list[str]:
+    """The CUDA sources `cuda_sources` reads for ``module``, as found on
+    disk (what a cached result of the PTX depends on)."""
+    if module.language != "ptx":
+        return []
     here = os.path.dirname(os.path.abspath(module.path))
     named = [str(p) for p in module.files.values()]
     paths = [p for p in named if p.endswith(_CUDA_SUFFIXES) and "/include/" not in p.replace("\\", "/")]
@@ -126,9 +140,7 @@ def cuda_sources(module: Module) -> list[CudaSource]:
     for p in dict.fromkeys(paths):
         for cand in (p if os.path.isabs(p) else os.path.join(here, p), os.path.join(here, os.path.basename(p))):
             if os.path.isfile(cand):
-                src = read_source(cand)
-                if src is not None:
-                    out.append(src)
+                out.append(cand)
                 break
     return out
 

@@ -31,7 +31,7 @@ from typing import Any
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
-from tolk_lint.launch.shapes import LaunchShape, valid_block
+from tolk_lint.launch.shapes import UNREAD, LaunchShape, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 _DECL_WORDS = frozenset(
@@ -93,11 +93,14 @@ class CudaSource:
     def shapes_for(self, entry: Entry) -> list[LaunchShape]:
         """The host launches of the kernel ``entry`` names, one per distinct block."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
+        unread = []
         for launch in self.launches:
             if not _matches(self, launch, entry):
                 continue
             got = self.block_of(launch)
-            if got is None:
+            if got is None:  # its block is not a constant: named by TL205, never linted under
+                unread.append(LaunchShape(None, f"the launch `{launch.text}` at {self.label}:{launch.line}", UNREAD,
+                                          path=self.path, line=launch.line))  # fmt: skip
                 continue
             block, text = got
             by_block.setdefault(block, []).append((launch.line, text))
@@ -105,7 +108,7 @@ class CudaSource:
         for block, where in by_block.items():
             srcs = list(dict.fromkeys(text for _line, text in where))
             out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0]))
-        return out
+        return out + unread
 
     def comment_for(self, entry: Entry) -> LaunchShape | None:
         marker_lines = {ln for ln, text in self.comments if text.startswith("//")}

@@ -20,7 +20,7 @@ from tolk_lint.ir.nodes import Kernel, Module
 from tolk_lint.launch.choose import FOR_EVERY_BLOCK, definition_origin, forget, use
 from tolk_lint.launch.contract import CODES, Inference, Need, inferred_shape, needs_of, user_line
 from tolk_lint.launch.mangled import read_entry
-from tolk_lint.launch.shapes import MAX_THREADS, Contract, LaunchShape, block_text
+from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, block_text
 from tolk_lint.registry import selected
 
 log = logging.getLogger("tolk_lint.launch")
@@ -95,9 +95,9 @@ def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], ever
     lines = sorted({user_line(n.instr) for n in needs})
     shown = ", ".join(str(x) for x in lines[:6]) + (" ..." if len(lines) > 6 else "")
     message = (f"kernel {_name(k)} is race-free and in bounds only for blocks with {what}: no launch shape is "
-               "given (no call site, host launch, `tolk: launch` comment or configuration names one), so it is "
-               f"linted under that contract; the shared or local accesses at line{'s' if len(lines) > 1 else ''} "
-               f"{shown} need it; declare it with {_declarations(k, largest, c)}")  # type: ignore[arg-type]  # fmt: skip
+               f"given ({_nothing_gives(k)}), so it is linted under that contract; the shared or local accesses at "
+               f"line{'s' if len(lines) > 1 else ''} {shown} need it; declare it with "
+               f"{_declarations(k, largest, c)}")  # type: ignore[arg-type]  # fmt: skip
     if everywhere:
         message += f" ({len(everywhere)} finding(s) hold for every block and are still reported)"
     related = []
@@ -110,6 +110,18 @@ def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], ever
     origin = definition_origin(module, k)  # a PTX entry's definition in its CUDA source
     return Diagnostic("TL205", Severity.WARNING, message, k.span, kernel=k.name, origin=origin,  # type: ignore[arg-type]
                       related=related, data=data, name="implicit-launch-contract")  # fmt: skip
+
+
+def _nothing_gives(k: Kernel) -> str:
+    """Why no shape is known, in words: what was looked for, and the launches found whose block is no constant."""
+    if k.language == "python":
+        looked = "no call site in the module, `tolk: launch` comment or configuration gives one"
+    else:
+        looked = "no host launch in its CUDA source, `.reqntid`, `tolk: launch` comment or configuration gives one"
+    unread = [s.source for s in k.launch.found if s.kind == UNREAD]
+    if unread:
+        looked += "; the block of " + " and of ".join(unread[:3]) + " is not a constant"
+    return looked
 
 
 def _name(k: Kernel) -> str:

@@ -20,8 +20,9 @@ them, and no narrower contract is inferred for it. ``kernel.forall(n,
 tpb=128)`` is the exact block (128, 1, 1).
 
 A call site whose block is not a constant (a function parameter, a value
-computed at run time) gives nothing; the kernel is then linted under the
-shapes the other sites give, or under the next source (`choose`).
+computed at run time) gives no shape (it is kept as an `UNREAD` one, which
+TL205's message names); the kernel is then linted under the shapes the
+other sites give, or under the next source (`choose`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
 from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
 from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
-from tolk_lint.launch.shapes import MAX_THREADS, Contract, LaunchShape, valid_block
+from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, valid_block
 
 _MAX_DEPTH = 8  # names followed through other names' assignments
 _MAX_VALUES = 8  # shapes one block expression may stand for (a loop over sizes)
@@ -50,7 +51,8 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
             kernels = _kernels(d, node.value, scope, node.lineno, stores)
             if not kernels:
                 continue
-            for block in _blocks_of_config(node.slice, scope, node.lineno):
+            blocks = _blocks_of_config(node.slice, scope, node.lineno)
+            for block in blocks or [None]:  # None: a site whose block is not a constant
                 for fi in kernels:
                     found.setdefault(fi, []).append((block, node.lineno, "call site"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forall":
@@ -64,7 +66,7 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
                 launches = list(_block_values(tpb, scope, node.lineno))
                 if not launches and _is_zero(tpb, scope, node.lineno):
                     launches = [Contract((MAX_THREADS, 1, 1), MAX_THREADS, "flat")]
-            for launch in launches:
+            for launch in launches or [None]:
                 for fi in kernels:
                     found.setdefault(fi, []).append((launch, node.lineno, "forall"))
     return {fi: _shapes(sites, path) for fi, sites in found.items()}
@@ -84,7 +86,9 @@ def _shapes(sites: list[tuple[Any, int, str]], path: str) -> list[LaunchShape]:
                 src += " (Numba's occupancy calculator picks the block size: any of 1 to 1024 threads)"
         else:
             src = f"the call site{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} {_and(lines)}"
-        if isinstance(launch, Contract):
+        if launch is None:  # not linted under: said in TL205's message
+            out.append(LaunchShape(None, src, UNREAD, path=path, line=lines[0]))
+        elif isinstance(launch, Contract):
             out.append(LaunchShape(None, src, "call site", contract=launch, path=path, line=lines[0]))
         else:
             out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0]))

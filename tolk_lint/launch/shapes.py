@@ -99,6 +99,8 @@ class Contract:
 # What a shape can come from, most authoritative first: the first kind of
 # this list a kernel has shapes of is the one it is linted under.
 PRECEDENCE = ("--block", "configuration", "call site", ".reqntid", "host launch", "comment", "triton")
+# A launch found whose block is not a constant: never linted under, only named.
+UNREAD = "unread"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ call sites with different blocks: two lints) and merges what they report:
 a finding is kept once, and a finding that depends on the shape (TL2xx,
 TL3xx) says the shapes it holds for ("under the launch block=(16,16,1)
 from the call site at line 88"); every diagnostic's ``data["launch"]``
-names the shapes it was found under and where they came from (JSON,
-SARIF). A kernel with no shape at all that gets TL201/TL202 findings has
+lists the shapes it was found under and where they came from (JSON,
+SARIF): ``block`` (None when no shape is known), ``source``, ``kind``, a
+``contract`` when the shape is a set of blocks, ``assumed`` when none is. A kernel with no shape at all that gets TL201/TL202 findings has
 its launch contract inferred (`contract`, when TL205 is selected): the
 kernel is linted again under it, and TL205 says what the contract is,
 which accesses need it and how to declare it.
@@ -74,7 +75,7 @@ def merge(k: Kernel, runs: list[tuple[LaunchShape | None, list[Diagnostic]]]) ->
         if d.code != "TL205" and exact and (d.code in SHAPE_CODES or len(under) < every):
             message += f" (under {_launches_text(exact)})"
         data = dict(d.data)
-        data["launch"] = [launch_json(k, s) for s in shapes] if every > 1 else launch_json(k, shapes[0])
+        data["launch"] = [launch_json(k, s) for s in shapes]  # the launches it was found under
         out.append(dataclasses.replace(d, message=message, data=data))
     return out
 
