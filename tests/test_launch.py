@@ -18,6 +18,7 @@ from tolk_lint.launch.c_syntax import Evaluator, lex
 from tolk_lint.launch.cuda_source import scan
 from tolk_lint.launch.mangled import UNKNOWN_ARG, read_entry
 from tolk_lint.launch.shapes import Contract
+from tolk_lint.testing import FIXTURE_TIME_BUDGET
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -273,6 +274,8 @@ def test_lexer_keeps_comments_and_defines_apart():
 
 
 def _lint(text: str, path: str = "k.py", **settings):
+    # as the fixture harness does: an answer must not depend on how busy the machine is
+    settings.setdefault("time_budget", FIXTURE_TIME_BUDGET)
     return lint_text(textwrap.dedent(text), path, DEFAULT_SETTINGS.with_(**settings)).diagnostics
 
 
