@@ -237,7 +237,9 @@ def test_host_launches_of_a_cuda_source():
                                                        "at host.cu:13")]  # fmt: skip
     assert got["_ZN3ops5scaleEPf"] == [((257, 1, 1), "the launch `ops::scale<<<1, WIDER>>>` at host.cu:14")]
     flat = dict(got["flat"])
-    assert set(flat) == {(64, 2, 1), (256, 1, 1), (128, 1, 1)}  # `n` and the unguarded parameter: nothing
+    assert set(flat) == {(64, 2, 1), (256, 1, 1), (128, 1, 1), None}  # None: `n` and the unguarded parameter
+    unread = [s.source for s in src.shapes_for(read_entry("flat")) if s.block is None]
+    assert unread == ["the launch `flat<<<grid, block_size>>>` at host.cu:25", "the launch `flat<<<grid, n>>>` at host.cu:26"]
     assert flat[(64, 2, 1)] == "`dim3 b` and its members at host.cu:15"
     assert flat[(128, 1, 1)] == "`dim3 t(block_size)` at host.cu:22"
 
@@ -460,3 +462,22 @@ def test_tl205_names_the_call_sites_whose_block_it_could_not_read():
     [d] = _lint(src)
     assert d.code == "TL205"
     assert "the block of the call site at line 14 is not a constant" in d.message, d.message
+
+
+def test_a_launch_inside_a_host_template_takes_the_instantiations_arguments():
+    src = scan(r"""
+template <int BLOCK_SIZE> __global__ void MatrixMulCUDA(float *C) {}
+template <int block_size> void run(float *C) {
+    dim3 threads(block_size, block_size);
+    MatrixMulCUDA<block_size><<<dim3(4), threads>>>(C);
+}
+int main() {
+    float *c;
+    run<16>(c);
+    run<2 * 16>(c);
+}
+""", "/x/mm.cu")  # fmt: skip
+    [(b16, s16)] = [(s.block, s.source) for s in src.shapes_for(read_entry("_Z13MatrixMulCUDAILi16EEvPf"))]
+    [(b32, _)] = [(s.block, s.source) for s in src.shapes_for(read_entry("_Z13MatrixMulCUDAILi32EEvPf"))]
+    assert (b16, b32) == ((16, 16, 1), (32, 32, 1))
+    assert s16 == "`dim3 threads(block_size, block_size)` at mm.cu:4 (with block_size = 16: `run<...>` is called so)"

@@ -15,11 +15,14 @@ evaluator, `mangled` reads the C++ names of the PTX entries):
 The block is a constant expression: a number, ``dim3(16, 16)``, or a
 variable of the launching function (``dim3 threads(BLOCK, BLOCK);``, ``int
 threads = 256;``, later ``threads.x = 32;`` assignments), with names from
-``#define``, ``constexpr`` / ``const`` declarations and ``enum``s, and the
-value an enclosing ``if (block_size == 16)`` gives a variable. A block
-that is not a constant (a function parameter, a value read at run time)
-gives nothing. A ``tolk: launch`` comment above the kernel's definition is
-read too (`comments`).
+``#define``, ``constexpr`` / ``const`` declarations and ``enum``s, the
+value an enclosing ``if (block_size == 16)`` gives a variable, and the
+template arguments a host function template is called with (``run<16>()``
+launching ``kernel<BS><<<grid, dim3(BS, BS)>>>``: one shape per
+instantiation). A block that is not a constant (a function parameter, a
+value read at run time) gives no shape (an `UNREAD` one, named by TL205).
+A ``tolk: launch`` comment above the kernel's definition is read too
+(`comments`).
 """
 
 from __future__ import annotations
@@ -56,11 +59,14 @@ class KernelDef:
 
 @dataclass
 class Function:
-    """A function body: token indices of its braces, its parameters."""
+    """A function body: token indices of its braces, its parameters, its
+    name and the template parameters it is declared with."""
 
     start: int
     end: int
     params: frozenset[str]
+    name: str = ""
+    template_params: tuple[str, ...] = ()
 
 
 @dataclass
@@ -94,10 +100,10 @@ class CudaSource:
         """The host launches of the kernel ``entry`` names, one per distinct block."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
         unread = []
-        for launch in self.launches:
-            if not _matches(self, launch, entry):
+        for launch, binding in self._instances():
+            if not _matches(self, launch, entry, binding):
                 continue
-            got = self.block_of(launch)
+            got = self.block_of(launch, binding)
             if got is None:  # its block is not a constant: named by TL205, never linted under
                 unread.append(LaunchShape(None, f"the launch `{launch.text}` at {self.label}:{launch.line}", UNREAD,
                                           path=self.path, line=launch.line))  # fmt: skip
@@ -120,15 +126,50 @@ class CudaSource:
                 return comment_shape(got[0], got[1], self.path, self.label)
         return None
 
-    def block_of(self, launch: Launch) -> tuple[tuple[int, int, int], str] | None:
-        """The launch's block and, in words, where it is written."""
+    def _instances(self) -> list[tuple[Launch, dict[str, int]]]:
+        """Each launch with the template arguments its function is
+        instantiated with (``launch<16>(...)`` calls it; none: as written)."""
+        out = []
+        for launch in self.launches:
+            f = launch.func
+            bindings = self._instantiations(f) if f is not None and f.template_params else []
+            out += [(launch, b) for b in bindings or [{}]]
+        return out
+
+    def _instantiations(self, f: Function) -> list[dict[str, int]]:
+        """The integer template arguments of the calls ``f<...>(...)`` outside ``f``."""
+        toks = self.tokens
+        out: list[dict[str, int]] = []
+        for i in range(len(toks) - 1):
+            if toks[i].text != f.name or toks[i + 1].text != "<" or f.start <= i <= f.end:
+                continue
+            close = next((j for j in range(i + 2, min(len(toks), i + 64)) if toks[j].text == ">"), None)
+            if close is None or close + 1 >= len(toks) or toks[close + 1].text != "(":
+                continue
+            func = _innermost(self.functions, i)
+            args = split_args(toks[i + 2 : close])
+            binding = {}
+            for name, arg in zip(f.template_params, args):
+                v = Evaluator(self._resolver(i, func, [], 1)).value(arg)
+                if isinstance(v, int):
+                    binding[name] = v
+            if binding and binding not in out:
+                out.append(binding)
+        return out
+
+    def block_of(self, launch: Launch, binding: dict[str, int] | None = None) -> tuple[tuple[int, int, int], str] | None:
+        """The launch's block and, in words, where it is written (``binding``:
+        its function's template arguments)."""
         where = [f"the launch `{launch.text}` at {self.label}:{launch.line}"]
-        name_at = self._resolver(launch.index, launch.func, where, 0)
+        name_at = self._resolver(launch.index, launch.func, where, 0, binding)
         v = Evaluator(name_at).value(launch.block)
         if isinstance(v, int):
             v = (v, 1, 1)
         if not isinstance(v, tuple) or not valid_block(v):
             return None
+        if binding and launch.func is not None:
+            args = ", ".join(f"{k} = {x}" for k, x in binding.items())
+            return v, f"{where[-1]} (with {args}: `{launch.func.name}<...>` is called so)"
         return v, where[-1]
 
     # -- names ----------------------------------------------------------------------------------------
@@ -182,7 +223,8 @@ class CudaSource:
                 close = matching(toks, j + 1)
                 init = [Token("name", "dim3", toks[j].line)] + toks[j + 1 : close + 1] if prev == "dim3" else \
                     toks[j + 2 : close]  # fmt: skip
-            sub = self._resolver(j, func, [], depth + 1, {n: v for n, v in guards.items() if n in func.params})
+            sub = self._resolver(j, func, [], depth + 1,
+                                 {n: v for n, v in guards.items() if n in func.params or n in func.template_params})
             v = Evaluator(sub).value(init)
             if v is None:
                 return None
@@ -420,14 +462,10 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
         return
     end = matching(toks, brace)
     params = frozenset(a[-1].text for a in split_args(toks[open_paren + 1 : close_paren]) if a and a[-1].kind == "name")
-    src.functions.append(Function(brace, end, params))
     start = open_paren - 1
     while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[open_paren].line - 8:
         start -= 1
     decl = toks[start:open_paren]
-    words = {x.text for x in decl}
-    if "__global__" not in words:
-        return
     tparams: list[str] = []
     if decl and decl[0].text == "template":
         depth = 0
@@ -440,8 +478,11 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
                     break
             elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
                 tparams.append(x.text)
-    ns = tuple(name for kind, name in scopes if kind == "namespace")
     name = toks[open_paren - 1]
+    src.functions.append(Function(brace, end, params, name.text, tuple(tparams)))
+    if "__global__" not in {x.text for x in decl}:
+        return
+    ns = tuple(kind_name for kind, kind_name in scopes if kind == "namespace")
     src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line))
 
 
@@ -475,14 +516,8 @@ def _global_decl(src: CudaSource, i: int) -> None:
 
 def _launches(src: CudaSource) -> None:
     toks = src.tokens
-    funcs = sorted(src.functions, key=lambda f: f.start)
-
     def func_at(i: int) -> Function | None:
-        inner = None
-        for f in funcs:
-            if f.start < i < f.end:
-                inner = f
-        return inner
+        return _innermost(src.functions, i)
 
     for i, t in enumerate(toks):
         if t.text == "<<<":
@@ -505,6 +540,15 @@ def _launches(src: CudaSource) -> None:
                 continue
             parts, targs = named
             src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text)))
+
+
+def _innermost(functions: list[Function], i: int) -> Function | None:
+    """The function whose body holds token ``i``."""
+    inner = None
+    for f in sorted(functions, key=lambda f: f.start):
+        if f.start < i < f.end:
+            inner = f
+    return inner
 
 
 def _launched_name(toks: list[Token], i: int) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
@@ -566,7 +610,7 @@ def _kernel_expr(arg: list[Token]) -> tuple[tuple[str, ...], list[list[Token]] |
     return _launched_name(fake, len(fake) - 1)
 
 
-def _matches(src: CudaSource, launch: Launch, entry: Entry) -> bool:
+def _matches(src: CudaSource, launch: Launch, entry: Entry, binding: dict[str, int] | None = None) -> bool:
     """Whether ``launch`` launches the PTX entry ``entry``: the same name
     (and namespaces, as far as the launch spells them), and template
     arguments that agree where both are known (a launch without them lets
@@ -579,7 +623,7 @@ def _matches(src: CudaSource, launch: Launch, entry: Entry) -> bool:
         return True
     if entry.args is None:
         return False
-    resolve = src._resolver(launch.index, launch.func, [], 1)
+    resolve = src._resolver(launch.index, launch.func, [], 1, binding)
     for written, mangled in zip(launch.targs, entry.args):
         if mangled is UNKNOWN_ARG or not written:
             continue
