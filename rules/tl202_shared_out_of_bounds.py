@@ -11,10 +11,13 @@ the access's width, falls outside the array. A Python index is checked
 against each dimension (Numba wraps an index from `-n` to `-1` around, so
 only indices below `-n` or from `n` up are out of bounds). The diagnostic
 prints the thread, the offending index or offset and the inputs. When the
-launch shape is not known (no `--block`, no configuration, no `.reqntid`),
-the check assumes any block allowed by `.maxntid` (or of at most 1024
-threads) and says what it assumed. One finding per source line: the copies
-nvcc unrolls from one line are reported (and searched) once, at the first.
+launch shape is not known (no `--block`, no configuration, no call site,
+`.reqntid`, host launch or `tolk: launch` comment: see TL205), the check
+assumes any block allowed by `.maxntid` (or of at most 1024 threads) and
+says what it assumed; an access that is in bounds only for some blocks then
+gives the kernel a launch contract (TL205) instead, when a natural one
+exists. One finding per source line: the copies nvcc unrolls from one line
+are reported (and searched) once, at the first.
 
 ## Why is this bad?
 Shared memory is not bounds-checked: a store past the end of one array
@@ -129,7 +132,7 @@ class SharedOutOfBounds(Rule):
             .target sm_80
             .address_size 64
             .visible .entry past_end()
-            .maxntid 256, 1, 1
+            .reqntid 256, 1, 1
             {
                 .shared .align 4 .b8 s[512];
                 .reg .b32 %r<5>;

@@ -833,7 +833,7 @@ def test_launch_comments_and_assumptions() -> None:
     )
     assert codes(mod) == []
     k1, k2, k3 = mod.kernels
-    assert k1.launch.block == (128, 2, 1) and k1.launch.source == "launch comment"
+    assert k1.launch.block == (128, 2, 1) and k1.launch.source == "the `tolk: launch` comment at line 4"
     assert k2.launch.block == (64, 1, 1) and k3.launch.block is None
     assert len(k1.assumptions) == 2 and len(k2.assumptions) == 1
     a0 = k1.assumptions[0].defn

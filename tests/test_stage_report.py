@@ -92,8 +92,14 @@ def test_report_rows_for_python_kernels():
 def test_text_table_and_reasons():
     rows = _rows(STAGING_PY / "rotated_dot_mixed.py")
     text = render_text(rows)
-    assert text.splitlines()[0].split()[:3] == ["kernel", "op@line", "operand@line"]
+    lines = text.splitlines()
+    # first the launch shape each kernel was analysed under, and where it came from
+    assert lines[0] == "launch shapes assumed:"
+    assert lines[1].endswith("rotated_dot: block=(64,1,1) from the `tolk: launch` comment at line 9"), lines[:4]
+    head = next(ln for ln in lines if ln.startswith("kernel"))
+    assert head.split()[:4] == ["kernel", "launch", "op@line", "operand@line"]
     assert "sm_75" in text and "why not staged" in text and "mixes" in text
+    assert {r["launch"]["source"] for r in rows} == {f"the `tolk: launch` comment at line {n}" for n in (9, 19)}
     assert render_text([]).startswith("no tensor-core operand")
 
 

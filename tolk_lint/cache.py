@@ -15,8 +15,9 @@ change, so the modification times and sizes of the package's own files are
 hashed too, and editing a rule invalidates every entry.
 
 A PTX file's result also depends on the CUDA C files its ``.file`` table names
-(their ``tolk: noqa`` comments suppress): each entry stores those files'
-hashes and is discarded when one changed.
+(their ``tolk: noqa`` comments suppress, their host launches give the launch
+shapes), or the ``.cu`` beside it the launch shapes were read from: each entry
+stores those files' hashes and is discarded when one changed.
 
 Entries are written whole to a temporary file and renamed into place, so
 parallel workers and interrupted runs never leave half an entry. An entry
@@ -37,6 +38,16 @@ from tolk_lint.engine import LintResult, decode, lint_file, lint_text, read_sour
 from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.suppress import origin_dependencies
+
+
+def cached_dependencies(module) -> list[str]:
+    """The other files a module's result depends on: the CUDA sources its
+    ``.file`` table names (noqa comments, host launches), and the ``.cu``
+    the launch shapes were read from (`tolk_lint.launch.choose`)."""
+    from tolk_lint.launch.choose import source_paths
+
+    return sorted(set(origin_dependencies(module)) | {os.path.abspath(p) for p in source_paths(module)})
+
 
 CACHE_DIR_NAME = ".tolk_lint_cache"
 FORMAT = 1
@@ -228,7 +239,7 @@ def lint_cached(path: str, settings: Settings, cache: Cache | None):
         result = LintResult(path, None, [err])
     else:
         result = lint_text(text, path, settings)
-    deps = origin_dependencies(result.module) if result.module is not None else []
+    deps = cached_dependencies(result.module) if result.module is not None else []
     if not any(d.code in ("TL004", "TL005") for d in result.diagnostics):  # never cache a crash or a cut-off
         cache.put(key, result.diagnostics, result.suppressed, deps)
     return result, False

@@ -124,20 +124,22 @@ def kernel_target(kernel: Kernel, module: Module, settings: Settings) -> Target:
 
 
 def prepare(module: Module, settings: Settings) -> None:
-    """Apply the command line and configuration to the kernels: the target and
-    the launch shape (``--block`` beats per-kernel configuration beats source
-    comments beats ``.reqntid``)."""
+    """Apply the command line and configuration to the kernels: the target
+    and the launch shapes, chosen by `tolk_lint.launch.choose` (``--block``
+    beats the configuration, which beats what the code says: call sites,
+    ``.reqntid``, host launches in the CUDA source, ``tolk: launch``
+    comments, Triton's ``.maxntid``). A kernel with several shapes is
+    linted under each (`check_kernel`); the first is the one the other
+    commands use."""
+    from tolk_lint.launch.choose import launch_shapes, use
+
+    shapes = launch_shapes(module, settings)
     for k in module.all_kernels():
         if settings.target and not k.host:
             k.target = settings.target
-        block = settings.block_for(k.name)
-        if block is not None:
-            k.launch.block = tuple(block)  # type: ignore[assignment]
-            k.launch.source = "--block" if settings.block else "configuration"
-        elif k.launch.block is None and k.launch.reqntid:
-            dims = tuple(k.launch.reqntid) + (1, 1, 1)
-            k.launch.block = dims[:3]  # type: ignore[assignment]
-            k.launch.source = k.launch.source or ".reqntid"
+        if id(k) in shapes:
+            k.launch.shapes = tuple(shapes[id(k)])
+            use(k, k.launch.shapes[0] if k.launch.shapes else None)
 
 
 def check_module(
@@ -176,24 +178,30 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
     kernel's remaining rules and becomes TL005 (what was found so far
     stays)."""
     from tolk_lint.analysis.smt.solver import fresh_context  # does not import z3
+    from tolk_lint.launch.variants import lint_under_launches
 
     fresh_context()  # the kernel's witnesses depend on the kernel alone
-    out: list[Diagnostic] = []
-    ctx = RuleContext(module, k, settings, kernel_target(k, module, settings))
     outer = budget.current()
     kernel_budget = outer.child(settings.kernel_time_budget, "the kernel's time budget") if outer else None
     with budget.running(kernel_budget):
-        for n, rule in enumerate(rules):
-            try:
-                budget.check(f"starting {rule.code} ({rule.name})")
-                out.extend(rule.check(ctx))
-            except budget.BudgetExceeded as e:
-                out.append(budget_diagnostic(module, k, rule, rules[n + 1 :], e))
-                break
-            except Exception as e:  # noqa: BLE001 - one rule must not take the run down
-                log.debug("rule %s failed on %s:\n%s", rule.code, k.name, traceback.format_exc())
-                where = f"in {rule.code} ({rule.name}) on kernel `{k.name}`"
-                out.append(internal_error(where, e, k.span or Span(module.path, 1, 1), k.name))
+        return lint_under_launches(module, k, settings, lambda: run_rules(module, k, settings, rules))
+
+
+def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
+    """The rules' findings on ``k`` under the launch it has now."""
+    out: list[Diagnostic] = []
+    ctx = RuleContext(module, k, settings, kernel_target(k, module, settings))
+    for n, rule in enumerate(rules):
+        try:
+            budget.check(f"starting {rule.code} ({rule.name})")
+            out.extend(rule.check(ctx))
+        except budget.BudgetExceeded as e:
+            out.append(budget_diagnostic(module, k, rule, rules[n + 1 :], e))
+            break
+        except Exception as e:  # noqa: BLE001 - one rule must not take the run down
+            log.debug("rule %s failed on %s:\n%s", rule.code, k.name, traceback.format_exc())
+            where = f"in {rule.code} ({rule.name}) on kernel `{k.name}`"
+            out.append(internal_error(where, e, k.span or Span(module.path, 1, 1), k.name))
     return out
 
 

@@ -4,10 +4,17 @@ One row per operand of each tensor core and sum of products (TL301's
 question), per tile a loop copies through registers (TL302/TL303's) and per
 decoded operand of a host kernel (TL401's):
 
-    kernel, op and line, operand, box (the thread and lane dimensions with
-    extents and strides), tile shape, dtype, bytes a trip, re-reads today,
-    depth on the file's target and on sm_75 / sm_80 / sm_90 side by side,
-    shared bytes of the budget, and the reason when not staged.
+    kernel, launch shape, op and line, operand, box (the thread and lane
+    dimensions with extents and strides), tile shape, dtype, bytes a trip,
+    re-reads today, depth on the file's target and on sm_75 / sm_80 / sm_90
+    side by side, shared bytes of the budget, and the reason when not staged.
+
+The launch shape each kernel was analysed under, and where it came from
+(``--block``, the configuration, a call site, a host launch, ``.reqntid``,
+a ``tolk: launch`` comment, Triton's ``.maxntid``: `tolk_lint.launch`), is
+listed above the table and in every row (``launch``: the shape, its
+source, its kind); a kernel with several launch shapes is analysed, and
+reported, under each.
 
 ``--output-format json`` prints the rows as one JSON array (the keys are
 those of `report_rows`); ``--html FILE`` also writes a page that draws each
@@ -52,6 +59,8 @@ def stage_file(path: str, settings: Settings) -> tuple[list[tuple[Any, StagingFa
     """Parse ``path`` and compute the staging facts of each kernel: ([(kernel,
     facts)], [problems])."""
     from tolk_lint.engine import decode, kernel_target, parse, prepare
+    from tolk_lint.launch.choose import SHAPE_FREE, forget, use
+    from tolk_lint.launch.variants import launch_json
 
     try:
         with open(path, "rb") as f:
@@ -71,13 +80,17 @@ def stage_file(path: str, settings: Settings) -> tuple[list[tuple[Any, StagingFa
         if not k.blocks:
             continue
         target = kernel_target(k, module, settings)
-        try:
-            facts = staging_facts(k, module, settings, target)
-        except Exception as e:  # noqa: BLE001
-            problems.append(f"{path}: kernel `{k.name}`: internal error in the staging analysis: "
-                            f"{type(e).__name__}: {e}")  # fmt: skip
-            continue
-        out.append((k, facts))
+        for shape in k.launch.shapes or (None,):
+            if len(k.launch.shapes) > 1:
+                use(k, shape)
+                forget(k, SHAPE_FREE)
+            try:
+                facts = staging_facts(k, module, settings, target)
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"{path}: kernel `{k.name}`: internal error in the staging analysis: "
+                                f"{type(e).__name__}: {e}")  # fmt: skip
+                continue
+            out.append((k, facts, launch_json(k, shape)))
     return out, problems
 
 
@@ -97,12 +110,15 @@ def _code_of_copy(tc, target) -> str | None:
     return "TL303" if tc.budget_limited else None
 
 
-def report_rows(path: str, kernels: list[tuple[Any, StagingFacts]]) -> list[dict[str, Any]]:
-    """The report's rows for one file (JSON-ready)."""
+def report_rows(path: str, kernels: list[tuple]) -> list[dict[str, Any]]:
+    """The report's rows for one file (JSON-ready): ``kernels`` holds
+    ``(kernel, facts, launch)``, the launch as `launch_json` gives it."""
     rows: list[dict[str, Any]] = []
-    for k, facts in kernels:
+    for item in kernels:
+        k, facts = item[0], item[1]
+        launch = item[2] if len(item) > 2 else None
         target = facts.target
-        base = {"path": path, "kernel": k.name, "target": target.name}
+        base = {"path": path, "kernel": k.name, "target": target.name, "launch": launch}
         for v, copies in group_by_line(facts.operands):
             box = v.box
             rows.append({
@@ -186,11 +202,41 @@ def _box_text(box: list[dict[str, Any]]) -> str:
     return " ".join(f"{d['name']}:{d['extent']}×{d['stride']}" for d in box) or "-"
 
 
+def launch_text(launch: dict[str, Any] | None) -> str:
+    """A row's launch shape, short: ``16x16x1``, the contract, or ``any``."""
+    if not launch:
+        return "-"
+    if launch.get("block"):
+        return "x".join(str(n) for n in launch["block"])
+    if launch.get("contract"):
+        return launch["contract"]["text"]
+    return "any"
+
+
+def launch_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Which launch shape each kernel was analysed under, and from where."""
+    out = []
+    for r in rows:
+        launch = r.get("launch")
+        if not launch:
+            continue
+        if launch.get("block") or launch.get("contract"):
+            what = ("block=(" + ",".join(str(n) for n in launch["block"]) + ")") if launch.get("block") \
+                else launch["contract"]["text"]  # fmt: skip
+            line = f"  {r['path']}: {r['kernel']}: {what} from {launch['source']}"
+        else:
+            line = f"  {r['path']}: {r['kernel']}: no launch shape given ({launch.get('assumed', 'any block')})"
+        if line not in out:
+            out.append(line)
+    return out
+
+
 def render_text(rows: list[dict[str, Any]]) -> str:
-    """A table, one line per row, then the reasons of the rows not staged."""
+    """The launch shapes assumed, a table, one line per row, then the
+    reasons of the rows not staged."""
     if not rows:
         return "no tensor-core operand, sum of products, tile copy or decoded operand found\n"
-    head = ["kernel", "op@line", "operand@line", "box", "tile", "dtype", "bytes/trip", "reread", "depth",
+    head = ["kernel", "launch", "op@line", "operand@line", "box", "tile", "dtype", "bytes/trip", "reread", "depth",
             *SIDE_BY_SIDE, "shared/budget", "finding"]  # fmt: skip
     table = [head]
     notes = []
@@ -201,6 +247,7 @@ def render_text(rows: list[dict[str, Any]]) -> str:
             notes.append(f"  {r['kernel']} {r['operand']}@{r['line']}: {r['reason']}")
         table.append([
             r["kernel"],
+            launch_text(r.get("launch")),
             f"{r['op']}@{r['op_line']}",
             f"{r['operand']}@{r['line']}",
             _box_text(r["box"]),
@@ -219,7 +266,8 @@ def render_text(rows: list[dict[str, Any]]) -> str:
         lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
-    out = "\n".join(lines) + "\n"
+    launches = launch_lines(rows)
+    out = ("launch shapes assumed:\n" + "\n".join(launches) + "\n\n" if launches else "") + "\n".join(lines) + "\n"
     if notes:
         out += "\nwhy not staged (or not at depth 2):\n" + "\n".join(notes) + "\n"
     return out
@@ -271,8 +319,8 @@ def _tile_svg(r: dict[str, Any]) -> str:
 
 
 def render_html(rows: list[dict[str, Any]]) -> str:
-    cols = ["kernel", "op", "op_line", "operand", "line", "tile_shape", "dtype", "tile_bytes", "rereads", "depth",
-            *SIDE_BY_SIDE, "shared_bytes", "budget", "code", "reason"]  # fmt: skip
+    cols = ["kernel", "launch", "op", "op_line", "operand", "line", "tile_shape", "dtype", "tile_bytes", "rereads",
+            "depth", *SIDE_BY_SIDE, "shared_bytes", "budget", "code", "reason"]  # fmt: skip
     out = ["<!doctype html><html><head><meta charset='utf-8'><title>tolk-lint staging report</title>",
            ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
            "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}th{background:#eee}"
@@ -287,6 +335,8 @@ def render_html(rows: list[dict[str, Any]]) -> str:
                 val = r["depths"].get(c, 0)
             elif c == "tile_shape":
                 val = "×".join(map(str, r[c]))
+            elif c == "launch":
+                val = launch_text(r.get("launch")) + (f" ({r['launch']['source']})" if r.get("launch") else "")
             else:
                 val = r.get(c)
             out.append(f"<td>{html.escape('' if val is None else str(val))}</td>")

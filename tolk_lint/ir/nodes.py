@@ -254,8 +254,14 @@ def impossible_block(dims: tuple[int, ...]) -> str | None:
 @dataclass
 class LaunchBounds:
     """What is known of the launch shape. ``block``: the exact block shape
-    (configuration, ``--block``, ``.reqntid``, a ``launch`` comment);
-    ``max_threads``: an upper bound on threads per block (``.maxntid``)."""
+    the kernel is analysed under (``--block``, configuration, a call site,
+    ``.reqntid``, a host launch, a ``launch`` comment); ``contract``: else
+    the set of blocks it is analysed under (a `tolk_lint.launch.shapes.Contract`:
+    ``kernel.forall``, or the contract TL205 inferred); ``max_threads``: an
+    upper bound on threads per block (``.maxntid``). ``found``: the shapes
+    the front end read in the file (`tolk_lint.launch.shapes.LaunchShape`:
+    call sites, the launch comment); ``shapes``: the ones the engine's
+    ``prepare`` chose to lint under (`tolk_lint.launch`)."""
 
     block: tuple[int, int, int] | None = None
     max_threads: int | None = None
@@ -264,11 +270,16 @@ class LaunchBounds:
     minnctapersm: int | None = None
     maxnreg: int | None = None
     source: str = ""  # where ``block`` came from, for messages
+    contract: Any = None
+    found: tuple = ()
+    shapes: tuple = ()
 
     @property
     def threads(self) -> int | None:
         if self.block:
             return self.block[0] * self.block[1] * self.block[2]
+        if self.contract is not None:
+            return min(self.max_threads or self.contract.threads, self.contract.threads)
         return self.max_threads
 
 

@@ -47,6 +47,8 @@ def find_bank_conflicts(mf: MemoryCore) -> list[BankConflict]:
         return out
     assumed = "assuming a one-dimensional block, as the kernel reads only tid.x; the launch shape is not given" \
         if flat else ""  # fmt: skip
+    if flat and mf.k.launch.contract is not None:  # `kernel.forall`, or the contract TL205 inferred
+        assumed = f"assuming {mf.assumed_launch()}, for its largest block"
     # Unrolled code repeats one lane pattern at many offsets: banks repeat
     # every 128 bytes, so a warp's verdict depends only on its lanes'
     # offsets from the first and on that first address modulo 128.

@@ -38,6 +38,8 @@ class OutOfBounds:
     detail: str
     assumed: str
     solver: str = "sat"
+    # (query, condition): what the solver was asked, for the launch contract (TL205) to ask again
+    goal: tuple | None = None
 
 
 def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
@@ -113,8 +115,9 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
             continue
         reported.add(line)
         assumed = mf.assumed_launch()
+        goal = (q, z3.And(*cond, bad))
         if v.status == "unknown":
-            out.append(OutOfBounds(acc, None, "", assumed, "unknown"))
+            out.append(OutOfBounds(acc, None, "", assumed, "unknown", goal))
             continue
         m = v.model
         vals = [model_value(m, e) for e in detail_vals]
@@ -146,7 +149,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         if inputs:
             desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
         w["description"] = desc
-        out.append(OutOfBounds(acc, w, detail, assumed, "sat"))
+        out.append(OutOfBounds(acc, w, detail, assumed, "sat", goal))
     return out
 
 

@@ -112,7 +112,7 @@ class MemoryCore:
             return (block, False) if block[0] * block[1] * block[2] <= 1024 else (None, False)
         if self.tid_dims & {"y", "z"}:
             return None, False
-        n = self.k.launch.max_threads or 1024
+        n = self.k.launch.threads or 1024  # .maxntid, or the launch contract's bound
         return ((n, 1, 1), True) if 0 < n <= 1024 else (None, False)
 
     def evaluator(self, ctx: tuple, info=None) -> ThreadEval | None:
@@ -170,6 +170,8 @@ class MemoryCore:
         lb = self.k.launch
         if lb.block is not None:
             return ""
+        if lb.contract is not None:  # `kernel.forall`, or the contract TL205 inferred
+            return f"{lb.contract.describe()}, {lb.source}" if lb.source else lb.contract.describe()
         if lb.reqntid:
             return f"a block of {'x'.join(str(x) for x in lb.reqntid)} threads (.reqntid)"
         flat = "" if ("y" in self.tid_dims or "z" in self.tid_dims) else ", one-dimensional as the kernel reads only tid.x"

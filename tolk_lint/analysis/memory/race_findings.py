@@ -59,6 +59,8 @@ class Race:
     reason: str = ""
     walk: PendingWalk | None = None
     model: Any = field(default=None, repr=False)
+    # (query, condition): what the solver was asked, for the launch contract (TL205) to ask again
+    goal: tuple | None = field(default=None, repr=False)
 
 
 def races_by_line(races: Iterable[Race], code: str) -> dict[tuple, list[Race]]:

@@ -309,6 +309,7 @@ class RaceSearch:
             ambiguous = any(loose(k) for _lp, k, _n in va) or any(loose(k) for _lp, k, _n in it[1])
             if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous:
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
+            r.goal = (q, z3.And(*base, it[4]))
             out.append(r)
             self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
 

@@ -135,6 +135,8 @@ class Encoder:
             else:
                 wide = [z3.ZeroExt(32, n) for n in self.ntid]
                 c.append(z3.ULE(wide[0] * wide[1] * wide[2], limit))
+            if k.launch.contract is not None:
+                c += contract_constraints(z3, self.ntid, k.launch.contract)
         # distinct threads
         t0, t1 = self.tid
         dims = [d for d in range(3) if block is None or block[d] > 1] or [0]
@@ -766,3 +768,20 @@ def _float_bits(x: float, w: int) -> int:
 
 def _clean(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
+
+
+def contract_constraints(z3, ntid: list, contract) -> list:
+    """A launch contract (`tolk_lint.launch.shapes.Contract`) on the block
+    dimensions ``ntid``: each within its bound (a bound of 1 is exact), the
+    threads within theirs, ``blockDim.x`` a power of two when it says so."""
+    out = []
+    for d in range(3):
+        bound = contract.dims[d]
+        out.append(ntid[d] == 1 if bound == 1 else z3.ULE(ntid[d], bound))
+    if contract.threads < contract.dims[0] * contract.dims[1] * contract.dims[2]:
+        wide = [z3.ZeroExt(32, n) for n in ntid]
+        out.append(z3.ULE(wide[0] * wide[1] * wide[2], contract.threads))
+    if contract.pow2:
+        out.append(ntid[0] & (ntid[0] - 1) == 0)
+    return out
+

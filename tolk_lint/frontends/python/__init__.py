@@ -81,6 +81,7 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
     # kernel that inlines it, and for the function itself only when no kernel did
     ordered = [f for f in finder.funcs if f.kind in ("kernel", "host")]
     ordered += [f for f in finder.funcs if f.kind == "device"]
+    lowered: dict = {}  # FuncInfo -> its kernel
     for fi in ordered:
         try:
             k = lower_function(ctx, fi, standalone_device=fi.kind == "device")
@@ -95,6 +96,8 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
             mod.functions[fi.name] = k
         else:
             mod.kernels.append(k)
+            lowered[fi] = k
+    _attach_call_sites(mod, tree, finder, lowered)
     seen: set[tuple] = set()
     places: set[tuple] = set()
     for d in ctx.diagnostics:
@@ -109,6 +112,23 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
         places.add(place)
         mod.diagnostics.append(d)
     mod.diagnostics.sort(key=lambda d: d.sort_key())
+
+
+def _attach_call_sites(mod: Module, tree: ast.Module, finder, lowered: dict) -> None:
+    """The launch shapes the module's own call sites give each kernel, put
+    before its launch comment in ``launch.found`` (`tolk_lint.launch`)."""
+    if not any(fi.kind == "kernel" for fi in lowered):
+        return
+    from tolk_lint.launch.python_calls import call_site_shapes
+
+    try:
+        sites = call_site_shapes(tree, finder, mod.path)
+    except RecursionError:
+        return
+    for fi, shapes in sites.items():
+        k = lowered.get(fi)
+        if k is not None and not k.host:
+            k.launch.found = tuple(shapes) + tuple(k.launch.found)
 
 
 def _tl001(path: str, line: int, col: int, end_col: int, message: str) -> Diagnostic:

@@ -20,11 +20,9 @@ from tolk_lint.frontends.python.lower.ssa import fix_index_attrs
 from tolk_lint.frontends.python.lower.values import ArrayRef
 from tolk_lint.ir.nodes import Kernel, LaunchBounds, Param, Span, impossible_block
 from tolk_lint.ir.opcodes import Opcode as O
+from tolk_lint.launch.comments import block_in, comment_shape
 
 _ASSUME = re.compile(r"#\s*tolk:\s*assume\s+(.+?)\s*$")
-_LAUNCH = re.compile(
-    r"#\s*(?:tolk:\s*launch:?|launch:)\s*block\s*=\s*\(?\s*(\d+)\s*(?:,\s*(\d+)\s*)?(?:,\s*(\d+)\s*)?,?\s*\)?"
-)
 
 
 class KernelLowering:
@@ -74,27 +72,34 @@ class KernelLowering:
         return self.src.span(last)
 
     def _launch_comment(self, fi: FuncInfo) -> LaunchBounds:
+        """The ``tolk: launch`` comment on the comment lines right above the
+        decorators, or between them and the ``def``: the kernel's block
+        until the engine's ``prepare`` weighs it against the call sites
+        (`tolk_lint.launch`), which come first."""
         lines = self.src.lines
         cands = []
         ln = fi.first_line - 1
         while ln >= 1 and lines[ln - 1].strip().startswith("#"):
-            cands.append((ln, lines[ln - 1]))
+            cands.append(ln)
             ln -= 1
         for ln in range(fi.first_line, fi.node.lineno):  # comments between decorators and def
             if lines[ln - 1].strip().startswith("#"):
-                cands.append((ln, lines[ln - 1]))
-        for line, text in cands:
-            m = _LAUNCH.search(text)
-            if m:
-                x, y, z = (int(g) if g else 1 for g in m.groups())
-                why = impossible_block((x, y, z))
-                if why is not None:  # not a shape any launch has: analyse for every shape
-                    span = Span(self.ctx.path, line, 1, line, len(text) + 1)
-                    message = (f"`{text.strip()}` is not a launch shape: {why}; "
-                               "the kernel is analysed for any block shape")
-                    self._report(span, "launch-comment", text, self._origin(span), message)
-                    return LaunchBounds()
-                return LaunchBounds(block=(x, y, z), source="launch comment")
+                cands.append(ln)
+        for ln in cands:
+            text = lines[ln - 1]
+            block = block_in(text, "#")
+            if block is None:
+                continue
+            why = impossible_block(block)
+            if why is not None:  # not a shape any launch has: analyse for every shape
+                span = Span(self.ctx.path, ln, 1, ln, len(text) + 1)
+                message = (f"`{text.strip()}` is not a launch shape: {why}; "
+                           "the kernel is analysed for any block shape")
+                self._report(span, "launch-comment", text, self._origin(span), message)
+                return LaunchBounds()
+            shape = comment_shape(ln, block, self.ctx.path)
+            if shape is not None:
+                return LaunchBounds(block=block, source=shape.source, found=(shape,))
         return LaunchBounds()
 
     # -- parameters and assumptions ------------------------------------------------------------------

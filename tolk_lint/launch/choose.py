@@ -1,0 +1,176 @@
+"""Which launch shapes each kernel is linted under, in the order of `PRECEDENCE`.
+
+``--block`` for every kernel; else the kernel's entry in
+``[tool.tolk-lint.launch]`` (a PTX entry's mangled name or its source name,
+``MatrixMulCUDA`` or ``MatrixMulCUDA<32>``); else what the code says, the
+first kind of source that gives any shape:
+
+- Python: the module's call sites (several: each is linted), then the
+  ``tolk: launch`` comment (both read by the front end into
+  ``launch.found``);
+- PTX: ``.reqntid``; the host launches in the CUDA source the ``.file``
+  table names (or, without one, the ``.cu`` beside the ``.ptx``); a
+  ``tolk: launch`` comment above the kernel in that source or above the
+  ``.entry``; Triton's ``.maxntid``.
+
+A shape that no launch can have (more than 1024 threads) is never chosen.
+Nothing found leaves the kernel without a shape: the analyses then assume
+any block within ``.maxntid`` (or 1024 threads), and TL205 infers the
+contract the kernel needs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tolk_lint.ir.nodes import Kernel, Module, Origin
+from tolk_lint.launch.comments import comment_above, comment_shape
+from tolk_lint.launch.cuda_source import CudaSource, read_source
+from tolk_lint.launch.mangled import read_entry
+from tolk_lint.launch.shapes import PRECEDENCE, LaunchShape, valid_block
+from tolk_lint.launch.triton import reqntid_words, triton_shape
+
+_CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+def launch_shapes(module: Module, settings) -> dict[int, list[LaunchShape]]:
+    """``id(kernel) -> shapes`` for every kernel of ``module`` (host kernels: none)."""
+    sources: list[CudaSource] | None = None
+    out: dict[int, list[LaunchShape]] = {}
+    for k in module.kernels:
+        if k.host:
+            continue
+        given = _given(k, settings)
+        if given is not None:
+            out[id(k)] = [given]
+            continue
+        found = list(k.launch.found)
+        if module.language == "ptx":
+            if sources is None:
+                sources = cuda_sources(module)
+            found += ptx_shapes(module, k, sources)
+        out[id(k)] = first_kind([s for s in found if s.block is None or valid_block(s.block)])
+        k.launch.found = tuple(found)  # with what the CUDA source gave: TL205 names the launches it could not read
+    return out
+
+
+def _given(k: Kernel, settings) -> LaunchShape | None:
+    """The shape the command line or the configuration gives."""
+    if settings.block is not None:
+        return LaunchShape(tuple(settings.block), "--block", "--block")  # type: ignore[arg-type]
+    names = [k.name]
+    if k.language == "ptx":
+        e = read_entry(k.name)
+        names += [str(e), "::".join(e.parts), e.name]
+    for name in dict.fromkeys(names):
+        for key, shape in settings.launch:
+            if key == name:
+                return LaunchShape(tuple(shape), f"the configuration (`{key}` in [tool.tolk-lint.launch])",  # type: ignore[arg-type]
+                                   "configuration")  # fmt: skip
+    return None
+
+
+def first_kind(found: list[LaunchShape]) -> list[LaunchShape]:
+    """The shapes of the most authoritative kind among ``found``, one per launch."""
+    for kind in PRECEDENCE:
+        of_kind: list[LaunchShape] = []
+        for s in found:
+            if s.kind == kind and not any(s.same_launch(o) for o in of_kind):
+                of_kind.append(s)
+        if of_kind:
+            return of_kind
+    return []
+
+
+def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[LaunchShape]:
+    """Every shape the PTX and its CUDA sources give the entry ``k``."""
+    out: list[LaunchShape] = []
+    if k.launch.reqntid:
+        block = (tuple(k.launch.reqntid) + (1, 1, 1))[:3]
+        out.append(LaunchShape(block, reqntid_words(module, block), ".reqntid", path=module.path,  # type: ignore[arg-type]
+                               line=k.span.line if k.span else None))  # fmt: skip
+    entry = read_entry(k.name)
+    for src in sources:
+        out += src.shapes_for(entry)
+        c = src.comment_for(entry)
+        if c is not None:
+            out.append(c)
+    if k.span is not None:
+        got = comment_above(module.source.splitlines(), k.span.line, "//", skip=_ptx_header)
+        if got is not None:
+            c = comment_shape(got[0], got[1], module.path)
+            if c is not None:
+                out.append(c)
+    t = triton_shape(module, k)
+    if t is not None:
+        out.append(t)
+    return out
+
+
+def _ptx_header(text: str) -> bool:
+    return text.startswith((".visible", ".weak", ".entry", ".extern"))
+
+
+def cuda_sources(module: Module) -> list[CudaSource]:
+    """The readable CUDA sources the PTX's ``.file`` table names (toolkit
+    headers left out), or the ``.cu`` beside the ``.ptx`` when it names none."""
+    out = []
+    for path in source_paths(module):
+        src = read_source(path)
+        if src is not None:
+            out.append(src)
+    return out
+
+
+def source_paths(module: Module) -> list[str]:
+    """The CUDA sources `cuda_sources` reads for ``module``, as found on
+    disk (what a cached result of the PTX depends on)."""
+    if module.language != "ptx":
+        return []
+    here = os.path.dirname(os.path.abspath(module.path))
+    named = [str(p) for p in module.files.values()]
+    paths = [p for p in named if p.endswith(_CUDA_SUFFIXES) and "/include/" not in p.replace("\\", "/")]
+    if not named:
+        stem = os.path.basename(module.path)
+        stem = stem[: -len(".ptx")] if stem.endswith(".ptx") else stem
+        base, dot, tail = stem.rpartition(".")
+        stems = [stem] + ([base] if dot and tail.startswith("sm") else [])
+        paths = [s + ".cu" for s in stems]
+    out = []
+    for p in dict.fromkeys(paths):
+        for cand in (p if os.path.isabs(p) else os.path.join(here, p), os.path.join(here, os.path.basename(p))):
+            if os.path.isfile(cand):
+                out.append(cand)
+                break
+    return out
+
+
+def use(k: Kernel, shape: LaunchShape | None) -> None:
+    """Analyse ``k`` under ``shape`` (None: no shape)."""
+    k.launch.block = shape.block if shape is not None else None
+    k.launch.contract = shape.contract if shape is not None else None
+    k.launch.source = shape.source if shape is not None else ""
+
+
+# What a kernel's analyses cache that the block shape does not change.
+SHAPE_FREE = frozenset({"cfg", "memory_order"})
+# ... and what stays true when the block is narrowed from "any": facts proved for every block.
+FOR_EVERY_BLOCK = SHAPE_FREE | {"uniformity", "placements", "uniform_facts"}
+
+
+def forget(k: Kernel, keep: frozenset[str]) -> None:
+    """Drop the kernel's cached analyses but ``keep``: a new launch is being analysed."""
+    for key in [key for key in k._cache if key not in keep]:
+        del k._cache[key]
+
+
+def definition_origin(module: Module, k: Kernel) -> Origin | None:
+    """Where the CUDA source defines the PTX entry ``k`` (the line of its name)."""
+    if module.language != "ptx":
+        return None
+    entry = read_entry(k.name)
+    for src in cuda_sources(module):
+        for kd in src.kernels:
+            if kd.parts[-len(entry.parts) :] == entry.parts[-len(kd.parts) :] and kd.name == entry.name:
+                return Origin(src.path, kd.name_line)
+    return None

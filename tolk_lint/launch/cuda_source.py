@@ -1,0 +1,638 @@
+"""The launches in a CUDA source, read back for the PTX compiled from it.
+
+A PTX file's ``.file`` table names the CUDA sources it came from (nvcc
+``-lineinfo``); when one is readable, its host code is read for the
+launches of each kernel (`c_syntax` is the lexer and the constant
+evaluator, `mangled` reads the C++ names of the PTX entries):
+
+- ``kernel<<<grid, block[, shmem[, stream]]>>>(...)``, with ``ns::`` and
+  template arguments (``MatrixMulCUDA<32><<<grid, threads>>>``, matched to
+  the entry ``_Z13MatrixMulCUDAILi32EE...``; a launch without template
+  arguments matches every instantiation, as C++ deduces them);
+- ``cudaLaunchKernel`` / ``cudaLaunchCooperativeKernel`` with the kernel
+  (cast to ``void*``, or ``&kernel``), the grid and the block.
+
+The block is a constant expression: a number, ``dim3(16, 16)``, or a
+variable of the launching function (``dim3 threads(BLOCK, BLOCK);``, ``int
+threads = 256;``, later ``threads.x = 32;`` assignments), with names from
+``#define``, ``constexpr`` / ``const`` declarations and ``enum``s, the
+value an enclosing ``if (block_size == 16)`` gives a variable, and the
+template arguments a host function template is called with (``run<16>()``
+launching ``kernel<BS><<<grid, dim3(BS, BS)>>>``: one shape per
+instantiation). A block that is not a constant (a function parameter, a
+value read at run time) gives no shape (an `UNREAD` one, named by TL205).
+A ``tolk: launch`` comment above the kernel's definition is read too
+(`comments`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args
+from tolk_lint.launch.comments import comment_above, comment_shape
+from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
+from tolk_lint.launch.shapes import UNREAD, LaunchShape, valid_block
+
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+_DECL_WORDS = frozenset(
+    "dim3 int unsigned signed long short size_t auto const constexpr static uint32_t int32_t uint64_t int64_t "
+    "uint".split()
+)
+_LAUNCH_APIS = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel")
+_MAX_DEPTH = 12
+
+
+@dataclass
+class KernelDef:
+    parts: tuple[str, ...]  # namespaces and the name
+    template_params: tuple[str, ...]
+    line: int  # where its declaration starts (its `template` line, if any)
+    name_line: int = 0  # the line of its name
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1]
+
+
+@dataclass
+class Function:
+    """A function body: token indices of its braces, its parameters, its
+    name and the template parameters it is declared with."""
+
+    start: int
+    end: int
+    params: frozenset[str]
+    name: str = ""
+    template_params: tuple[str, ...] = ()
+
+
+@dataclass
+class Launch:
+    parts: tuple[str, ...]  # as written: `ns::kernel` is ("ns", "kernel")
+    targs: list[list[Token]] | None  # the explicit template arguments
+    block: list[Token]
+    index: int  # token index of the launch
+    line: int
+    func: Function | None
+    text: str = ""  # the launch as written, shortened
+
+
+@dataclass
+class CudaSource:
+    path: str
+    label: str  # the file's name, for messages
+    text: str
+    lines: list[str]
+    tokens: list[Token]
+    comments: list[tuple[int, str]]
+    defines: dict[str, list]
+    kernels: list[KernelDef] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    globals_: dict[str, list[tuple[int, list[Token]]]] = field(default_factory=dict)  # name -> (index, init)
+
+    # -- what a kernel is launched with ---------------------------------------------------------
+
+    def shapes_for(self, entry: Entry) -> list[LaunchShape]:
+        """The host launches of the kernel ``entry`` names, one per distinct block."""
+        by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
+        unread = []
+        for launch, binding in self._instances():
+            if not _matches(self, launch, entry, binding):
+                continue
+            got = self.block_of(launch, binding)
+            if got is None:  # its block is not a constant: named by TL205, never linted under
+                unread.append(LaunchShape(None, f"the launch `{launch.text}` at {self.label}:{launch.line}", UNREAD,
+                                          path=self.path, line=launch.line))  # fmt: skip
+                continue
+            block, text = got
+            by_block.setdefault(block, []).append((launch.line, text))
+        out = []
+        for block, where in by_block.items():
+            srcs = list(dict.fromkeys(text for _line, text in where))
+            out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0]))
+        return out + unread
+
+    def comment_for(self, entry: Entry) -> LaunchShape | None:
+        marker_lines = {ln for ln, text in self.comments if text.startswith("//")}
+        for kd in self.kernels:
+            if kd.name != entry.name:
+                continue
+            got = comment_above(self.lines, kd.line, "//", skip=lambda t: False)
+            if got is not None and got[0] in marker_lines:
+                return comment_shape(got[0], got[1], self.path, self.label)
+        return None
+
+    def _instances(self) -> list[tuple[Launch, dict[str, int]]]:
+        """Each launch with the template arguments its function is
+        instantiated with (``launch<16>(...)`` calls it; none: as written)."""
+        out = []
+        for launch in self.launches:
+            f = launch.func
+            bindings = self._instantiations(f) if f is not None and f.template_params else []
+            out += [(launch, b) for b in bindings or [{}]]
+        return out
+
+    def _instantiations(self, f: Function) -> list[dict[str, int]]:
+        """The integer template arguments of the calls ``f<...>(...)`` outside ``f``."""
+        toks = self.tokens
+        out: list[dict[str, int]] = []
+        for i in range(len(toks) - 1):
+            if toks[i].text != f.name or toks[i + 1].text != "<" or f.start <= i <= f.end:
+                continue
+            close = next((j for j in range(i + 2, min(len(toks), i + 64)) if toks[j].text == ">"), None)
+            if close is None or close + 1 >= len(toks) or toks[close + 1].text != "(":
+                continue
+            func = _innermost(self.functions, i)
+            args = split_args(toks[i + 2 : close])
+            binding = {}
+            for name, arg in zip(f.template_params, args):
+                v = Evaluator(self._resolver(i, func, [], 1)).value(arg)
+                if isinstance(v, int):
+                    binding[name] = v
+            if binding and binding not in out:
+                out.append(binding)
+        return out
+
+    def block_of(self, launch: Launch, binding: dict[str, int] | None = None) -> tuple[tuple[int, int, int], str] | None:
+        """The launch's block and, in words, where it is written (``binding``:
+        its function's template arguments)."""
+        where = [f"the launch `{launch.text}` at {self.label}:{launch.line}"]
+        name_at = self._resolver(launch.index, launch.func, where, 0, binding)
+        v = Evaluator(name_at).value(launch.block)
+        if isinstance(v, int):
+            v = (v, 1, 1)
+        if not isinstance(v, tuple) or not valid_block(v):
+            return None
+        if binding and launch.func is not None:
+            args = ", ".join(f"{k} = {x}" for k, x in binding.items())
+            return v, f"{where[-1]} (with {args}: `{launch.func.name}<...>` is called so)"
+        return v, where[-1]
+
+    # -- names ----------------------------------------------------------------------------------------
+
+    def _resolver(self, index: int, func: Function | None, where: list[str], depth: int,
+                  outer: dict[str, int] | None = None):  # fmt: skip
+        """How names are valued at ``index``: ``outer`` holds what the
+        launch's own guards fix (a parameter ``if (block_size == 16)``
+        tests has that value in every statement of the function before the
+        launch too: parameters are not reassigned here)."""
+        guards = {**self._guards(index, func), **(outer or {})}
+
+        def name_at(name: str) -> Any:
+            if depth > _MAX_DEPTH:
+                return None
+            if name in guards:
+                return guards[name]
+            if func is not None:
+                got = self._local(name, index, func, where, depth, guards)
+                if got is not _NOT_FOUND:
+                    return got
+                if name in func.params:
+                    return None
+            return self._global(name, index, depth)
+
+        return name_at
+
+    def _local(self, name: str, index: int, func: Function, where: list[str], depth: int,
+               guards: dict[str, int]) -> Any:  # fmt: skip
+        """The value the function's last binding of ``name`` before ``index`` gives it."""
+        toks = self.tokens
+        for j in range(index - 1, func.start, -1):
+            if toks[j].text != name or toks[j].kind != "name":
+                continue
+            prev = toks[j - 1].text if j > 0 else ""
+            nxt = toks[j + 1].text if j + 1 < len(toks) else ""
+            declared = prev in _DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
+                                               nxt in ("(", "{", "="))  # fmt: skip
+            assigned = nxt == "=" and prev in (";", "{", "}")
+            if prev == "dim3" and nxt in (";", ","):  # `dim3 threads;`: (1, 1, 1), then its members
+                v = self._members(name, (1, 1, 1), j, index, func, depth)
+                if v is not None:
+                    where.append(f"`dim3 {name}` and its members at {self.label}:{toks[j].line}")
+                return v
+            if not (declared or assigned) or nxt not in ("(", "{", "=") or _in_parens(toks, func.start, j):
+                continue
+            stmt_end = _statement_end(toks, j)
+            if nxt == "=":
+                init = toks[j + 2 : stmt_end]
+            else:
+                close = matching(toks, j + 1)
+                init = [Token("name", "dim3", toks[j].line)] + toks[j + 1 : close + 1] if prev == "dim3" else \
+                    toks[j + 2 : close]  # fmt: skip
+            sub = self._resolver(j, func, [], depth + 1,
+                                 {n: v for n, v in guards.items() if n in func.params or n in func.template_params})
+            v = Evaluator(sub).value(init)
+            if v is None:
+                return None
+            if isinstance(v, int) and prev == "dim3":
+                v = (v, 1, 1)
+            v = self._members(name, v, j, index, func, depth)
+            if v is not None:
+                start = _statement_start(toks, j, func.start)
+                where.append(f"`{_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
+            return v
+        return _NOT_FOUND
+
+    def _members(self, name: str, v: Any, decl: int, index: int, func: Function, depth: int) -> Any:
+        """``threads.x = 32;`` between the declaration and the launch."""
+        toks = self.tokens
+        for j in range(decl + 1, index):
+            if toks[j].text == name and j + 3 < index and toks[j + 1].text == "." and toks[j + 3].text == "=":
+                member = toks[j + 2].text
+                if member not in ("x", "y", "z") or not isinstance(v, tuple):
+                    return None
+                end = _statement_end(toks, j)
+                x = Evaluator(self._resolver(j, func, [], depth + 1)).value(toks[j + 4 : end])
+                if not isinstance(x, int):
+                    return None
+                dims = list(v)
+                dims["xyz".index(member)] = x
+                v = (dims[0], dims[1], dims[2])
+        return v
+
+    def _global(self, name: str, index: int, depth: int) -> Any:
+        """A ``constexpr``/``const`` declaration outside functions, an
+        ``enum`` member, or a ``#define``."""
+        decls = self.globals_.get(name)
+        if decls:
+            before = [d for d in decls if d[0] < index] or decls
+            j, init = before[-1]
+            return Evaluator(self._resolver(j, None, [], depth + 1)).value(init)
+        d = self.defines.get(name)
+        if d:
+            return Evaluator(self._resolver(index, None, [], depth + 1)).value(list(d[-1]))
+        return None
+
+    def _guards(self, index: int, func: Function | None) -> dict[str, int]:
+        """The variables an enclosing ``if (v == constant)`` fixes at ``index``."""
+        out: dict[str, int] = {}
+        if func is None:
+            return out
+        toks = self.tokens
+        for j in range(func.start, index):
+            if toks[j].text != "if" or j + 1 >= len(toks) or toks[j + 1].text != "(":
+                continue
+            close = matching(toks, j + 1)
+            body = close + 1
+            if body >= len(toks):
+                continue
+            end = matching(toks, body) if toks[body].text == "{" else _statement_end(toks, body)
+            if not body <= index <= end:
+                continue
+            for conj in _conjuncts(toks[j + 2 : close]):
+                if len(conj) >= 3 and conj[1].text == "==" and conj[0].kind == "name":
+                    v = Evaluator(self._resolver(j, None, [], 1)).value(conj[2:])
+                    if isinstance(v, int):
+                        out[conj[0].text] = v
+        return out
+
+
+class _NotFound:
+    pass
+
+
+_NOT_FOUND: Any = _NotFound()
+
+
+def _conjuncts(toks: list[Token]) -> list[list[Token]]:
+    out: list[list[Token]] = [[]]
+    depth = 0
+    for t in toks:
+        if t.text == "(":
+            depth += 1
+        elif t.text == ")":
+            depth -= 1
+        if t.text == "&&" and depth == 0:
+            out.append([])
+            continue
+        out[-1].append(t)
+    return [c for c in out if c]
+
+
+def _in_parens(toks: list[Token], start: int, j: int) -> bool:
+    """Whether token ``j`` is inside parentheses (a call's argument, a condition)."""
+    depth = 0
+    for k in range(j - 1, start, -1):
+        t = toks[k].text
+        if t == ")":
+            depth += 1
+        elif t == "(":
+            if depth == 0:
+                return True
+            depth -= 1
+        elif t in (";", "{", "}") and depth == 0:
+            return False
+    return False
+
+
+def _statement_end(toks: list[Token], j: int) -> int:
+    depth = 0
+    for k in range(j, len(toks)):
+        t = toks[k].text
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            if depth == 0:
+                return k
+            depth -= 1
+        elif t == ";" and depth == 0:
+            return k
+    return len(toks)
+
+
+def _statement_start(toks: list[Token], j: int, stop: int) -> int:
+    k = j
+    while k > stop + 1 and toks[k - 1].text not in (";", "{", "}"):
+        k -= 1
+    return k
+
+
+def _text(toks: list[Token], source: str) -> str:
+    """The tokens as the source writes them (whitespace collapsed), shortened."""
+    if not toks:
+        return ""
+    first, last = toks[0], toks[-1]
+    if first.pos >= 0 and last.pos >= 0:
+        out = " ".join(source[first.pos : last.pos + len(last.text)].split())
+    else:
+        out = " ".join(t.text for t in toks)
+    return out if len(out) <= 80 else out[:77] + "..."
+
+
+# -- reading a file ---------------------------------------------------------------------------------------
+
+
+def read_source(path: str) -> CudaSource | None:
+    """The CUDA source at ``path``, read and scanned (None: unreadable)."""
+    try:
+        st = os.stat(path)
+        if st.st_size > MAX_SOURCE_BYTES:
+            return None
+        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+        got = _CACHE.get(key)
+        if got is not None:
+            return got
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    src = scan(text, path)
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[key] = src
+    return src
+
+
+_CACHE: dict[tuple, CudaSource] = {}
+
+
+def scan(text: str, path: str) -> CudaSource:
+    tokens, comments, defines = lex(text)
+    by_name: dict[str, list] = {}
+    for d in defines:
+        by_name.setdefault(d.name, []).append(d.tokens)
+    src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name)
+    _structure(src)
+    return src
+
+
+def _structure(src: CudaSource) -> None:
+    """Kernels, function bodies, global constants, then the launches."""
+    toks = src.tokens
+    scopes: list[tuple[str, str]] = []  # (kind, name) per open brace outside functions
+    i = 0
+    n = len(toks)
+    while i < n:
+        t = toks[i]
+        if t.text == "namespace" and i + 2 < n and toks[i + 1].kind == "name" and toks[i + 2].text == "{":
+            scopes.append(("namespace", toks[i + 1].text))
+            i += 3
+            continue
+        if t.text == "{":
+            if i > 0 and toks[i - 1].text in (")", "const", "noexcept", "override", "final"):
+                close_paren = _paren_before(toks, i)
+                if close_paren is not None:
+                    _function(src, scopes, close_paren, i)
+                    i = matching(toks, i) + 1
+                    continue
+            if i > 0 and toks[i - 1].text == "enum" or (i > 1 and toks[i - 2].text == "enum"):
+                _enum(src, i)
+            scopes.append(("block", ""))
+            i += 1
+            continue
+        if t.text == "}":
+            if scopes:
+                scopes.pop()
+            i += 1
+            continue
+        if t.text in ("constexpr", "const"):  # outside functions: their bodies are skipped whole
+            _global_decl(src, i)
+        i += 1
+    _launches(src)
+
+
+def _paren_before(toks: list[Token], brace: int) -> int | None:
+    """The ``)`` closing a function's parameters before its body's ``{``."""
+    j = brace - 1
+    while j >= 0 and toks[j].text in ("const", "noexcept", "override", "final"):
+        j -= 1
+    return j if j >= 0 and toks[j].text == ")" else None
+
+
+def _open_paren(toks: list[Token], close: int) -> int | None:
+    depth = 0
+    for j in range(close, -1, -1):
+        if toks[j].text == ")":
+            depth += 1
+        elif toks[j].text == "(":
+            depth -= 1
+            if depth == 0:
+                return j
+    return None
+
+
+def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
+    toks = src.tokens
+    open_paren = _open_paren(toks, close_paren)
+    if open_paren is None or open_paren == 0 or toks[open_paren - 1].kind != "name":
+        return
+    end = matching(toks, brace)
+    params = frozenset(a[-1].text for a in split_args(toks[open_paren + 1 : close_paren]) if a and a[-1].kind == "name")
+    start = open_paren - 1
+    while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[open_paren].line - 8:
+        start -= 1
+    decl = toks[start:open_paren]
+    tparams: list[str] = []
+    if decl and decl[0].text == "template":
+        depth = 0
+        for k, x in enumerate(decl):
+            if x.text == "<":
+                depth += 1
+            elif x.text == ">":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
+                tparams.append(x.text)
+    name = toks[open_paren - 1]
+    src.functions.append(Function(brace, end, params, name.text, tuple(tparams)))
+    if "__global__" not in {x.text for x in decl}:
+        return
+    ns = tuple(kind_name for kind, kind_name in scopes if kind == "namespace")
+    src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line))
+
+
+def _enum(src: CudaSource, brace: int) -> None:
+    toks = src.tokens
+    end = matching(toks, brace)
+    value = -1
+    for item in split_args(toks[brace + 1 : end]):
+        if not item or item[0].kind != "name":
+            continue
+        if len(item) >= 3 and item[1].text == "=":
+            v = Evaluator(lambda n: None).value(item[2:])
+            value = v if isinstance(v, int) else None  # type: ignore[assignment]
+        elif value is not None:
+            value += 1
+        if value is not None:
+            src.globals_.setdefault(item[0].text, []).append((brace, [Token("num", str(value), item[0].line)]))
+
+
+def _global_decl(src: CudaSource, i: int) -> None:
+    """``constexpr int NAME = expr;`` / ``const int NAME{expr};`` at namespace scope."""
+    toks = src.tokens
+    end = _statement_end(toks, i)
+    j = i
+    while j < end and toks[j].text in _DECL_WORDS:
+        j += 1
+    if j < end and toks[j].kind == "name" and j + 1 < end and toks[j + 1].text in ("=", "{"):
+        init = toks[j + 2 : end] if toks[j + 1].text == "=" else toks[j + 2 : matching(toks, j + 1)]
+        src.globals_.setdefault(toks[j].text, []).append((j, list(init)))
+
+
+def _launches(src: CudaSource) -> None:
+    toks = src.tokens
+    def func_at(i: int) -> Function | None:
+        return _innermost(src.functions, i)
+
+    for i, t in enumerate(toks):
+        if t.text == "<<<":
+            close = matching(toks, i)
+            args = split_args(toks[i + 1 : close])
+            named = _launched_name(toks, i)
+            if named is None or len(args) < 2:
+                continue
+            parts, targs = named
+            first = _statement_start(toks, i, -1)
+            text = _text(toks[first : close + 1], src.text)
+            src.launches.append(Launch(parts, targs, args[1], i, t.line, func_at(i), text))
+        elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
+            close = matching(toks, i + 1)
+            args = split_args(toks[i + 2 : close])
+            if len(args) < 3:
+                continue
+            named = _kernel_expr(args[0])
+            if named is None:
+                continue
+            parts, targs = named
+            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text)))
+
+
+def _innermost(functions: list[Function], i: int) -> Function | None:
+    """The function whose body holds token ``i``."""
+    inner = None
+    for f in sorted(functions, key=lambda f: f.start):
+        if f.start < i < f.end:
+            inner = f
+    return inner
+
+
+def _launched_name(toks: list[Token], i: int) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
+    """``ns::kernel<args>`` right before the ``<<<`` at ``i``."""
+    j = i - 1
+    targs = None
+    if j >= 0 and toks[j].text in (">", ">>"):
+        depth = 0
+        k = j
+        while k >= 0:
+            if toks[k].text == ">":
+                depth += 1
+            elif toks[k].text == ">>":
+                depth += 2
+            elif toks[k].text == "<":
+                depth -= 1
+                if depth == 0:
+                    break
+            k -= 1
+        if k < 0:
+            return None
+        targs = split_args(toks[k + 1 : j])
+        j = k - 1
+    if j < 0 or toks[j].kind != "name":
+        return None
+    parts = [toks[j].text]
+    while j >= 2 and toks[j - 1].text == "::" and toks[j - 2].kind == "name":
+        parts.insert(0, toks[j - 2].text)
+        j -= 2
+    return tuple(parts), targs
+
+
+def _kernel_expr(arg: list[Token]) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
+    """The kernel named by ``cudaLaunchKernel``'s first argument: ``(void*)k``,
+    ``(const void*)&k<32>``, ``reinterpret_cast<void*>(k)``, ``k``."""
+    toks = list(arg)
+    while toks:
+        if toks[0].text == "(" and (close := matching(toks, 0)) < len(toks) - 1:
+            inner = {x.text for x in toks[1:close]}
+            if inner <= {"void", "const", "*"}:
+                toks = toks[close + 1 :]
+                continue
+        if toks[0].text in ("reinterpret_cast", "static_cast") and len(toks) > 1 and toks[1].text == "<":
+            k = next((m for m in range(len(toks)) if toks[m].text == ">"), None)
+            if k is None or k + 1 >= len(toks) or toks[k + 1].text != "(":
+                return None
+            toks = toks[k + 2 : matching(toks, k + 1)]
+            continue
+        if toks[0].text == "&":
+            toks = toks[1:]
+            continue
+        if toks[0].text == "(" and matching(toks, 0) == len(toks) - 1:
+            toks = toks[1:-1]
+            continue
+        break
+    if not toks or toks[-1].kind != "name" and toks[-1].text != ">":
+        return None
+    fake = toks + [Token("op", "<<<", toks[-1].line)]
+    return _launched_name(fake, len(fake) - 1)
+
+
+def _matches(src: CudaSource, launch: Launch, entry: Entry, binding: dict[str, int] | None = None) -> bool:
+    """Whether ``launch`` launches the PTX entry ``entry``: the same name
+    (and namespaces, as far as the launch spells them), and template
+    arguments that agree where both are known (a launch without them lets
+    C++ deduce them: it matches every instantiation)."""
+    if launch.parts[-1] != entry.name:
+        return False
+    if len(launch.parts) > 1 and tuple(launch.parts) != tuple(entry.parts[-len(launch.parts) :]):
+        return False
+    if not launch.targs:
+        return True
+    if entry.args is None:
+        return False
+    resolve = src._resolver(launch.index, launch.func, [], 1, binding)
+    for written, mangled in zip(launch.targs, entry.args):
+        if mangled is UNKNOWN_ARG or not written:
+            continue
+        if isinstance(mangled, (bool, int)):
+            v = Evaluator(resolve).value(written)
+            if isinstance(v, int) and int(v) != int(mangled):
+                return False
+        elif isinstance(mangled, str):
+            text = " ".join(x.text for x in written)
+            if is_type_name(text) and not same_type(text, mangled):
+                return False
+    return True

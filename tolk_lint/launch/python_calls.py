@@ -1,0 +1,244 @@
+"""The launch shapes a Numba module's own call sites give its kernels.
+
+``kernel[grid, block](...)`` and ``kernel[grid, block, stream, shmem]``
+(called or not: subscripting a kernel *is* configuring its launch), with
+the kernel found through the discovery's bindings (`discover.Discovery`
+evaluates the expression: a name bound to a kernel, a factory's result, a
+loop over kernels; a subscript or attribute through what the module stores
+into it, ``KERNELS["scale"] = cuda.jit(f)``), and the block read as a constant: a
+literal, a module constant, a local assigned a tuple of constants
+(``threadsperblock = (TPB, TPB)``, also under ``if __name__ ==
+"__main__":``), or each element of a literal tuple a ``for`` runs over.
+
+``kernel.forall(n)`` launches one-dimensional blocks whose size Numba's
+occupancy calculator picks (``cuDriverGetMaxPotentialBlockSize`` with a
+1024-thread limit): any size from 1 to 1024 threads, depending on the
+kernel's registers and shared memory and on the GPU. It gives no exact
+block, so it is a `Contract` of every one-dimensional block
+(``family="flat"``): a kernel launched that way must be right for all of
+them, and no narrower contract is inferred for it. ``kernel.forall(n,
+tpb=128)`` is the exact block (128, 1, 1).
+
+A call site whose block is not a constant (a function parameter, a value
+computed at run time) gives no shape (it is kept as an `UNREAD` one, which
+TL205's message names); the kernel is then linted under the shapes the
+other sites give, or under the next source (`choose`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
+from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
+from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
+from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, valid_block
+
+_MAX_DEPTH = 8  # names followed through other names' assignments
+_MAX_VALUES = 8  # shapes one block expression may stand for (a loop over sizes)
+
+
+def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo, list[LaunchShape]]:
+    """Kernel (its `FuncInfo`) -> the shapes its call sites in the module
+    give, in source order (one per distinct block, naming every site)."""
+    d = Discovery(finder._by_node, finder._class_scopes)
+    nodes = list(_nodes_with_scopes(tree, finder))
+    stores = _stores(nodes)
+    found: dict[FuncInfo, list[tuple[Any, int, str]]] = {}  # fi -> (block or Contract, line, what)
+    for node, scope in nodes:
+        if isinstance(node, ast.Subscript):
+            kernels = _kernels(d, node.value, scope, node.lineno, stores)
+            if not kernels:
+                continue
+            blocks = _blocks_of_config(node.slice, scope, node.lineno)
+            for block in blocks or [None]:  # None: a site whose block is not a constant
+                for fi in kernels:
+                    found.setdefault(fi, []).append((block, node.lineno, "call site"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forall":
+            kernels = _kernels(d, node.func.value, scope, node.lineno, stores)
+            if not kernels:
+                continue
+            tpb = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "tpb"), None)
+            if tpb is None:
+                launches: list[Any] = [Contract((MAX_THREADS, 1, 1), MAX_THREADS, "flat")]
+            else:
+                launches = list(_block_values(tpb, scope, node.lineno))
+                if not launches and _is_zero(tpb, scope, node.lineno):
+                    launches = [Contract((MAX_THREADS, 1, 1), MAX_THREADS, "flat")]
+            for launch in launches or [None]:
+                for fi in kernels:
+                    found.setdefault(fi, []).append((launch, node.lineno, "forall"))
+    return {fi: _shapes(sites, path) for fi, sites in found.items()}
+
+
+def _shapes(sites: list[tuple[Any, int, str]], path: str) -> list[LaunchShape]:
+    """One shape per distinct launch, its source naming every site."""
+    by_launch: dict[Any, list[tuple[int, str]]] = {}
+    for launch, line, what in sites:
+        by_launch.setdefault(launch, []).append((line, what))
+    out = []
+    for launch, where in by_launch.items():
+        lines = sorted({ln for ln, _ in where})
+        if all(w == "forall" for _, w in where):
+            src = f"`.forall(...)` at line{'s' if len(lines) > 1 else ''} {_and(lines)}"
+            if isinstance(launch, Contract):
+                src += " (Numba's occupancy calculator picks the block size: any of 1 to 1024 threads)"
+        else:
+            src = f"the call site{'s' if len(lines) > 1 else ''} at line{'s' if len(lines) > 1 else ''} {_and(lines)}"
+        if launch is None:  # not linted under: said in TL205's message
+            out.append(LaunchShape(None, src, UNREAD, path=path, line=lines[0]))
+        elif isinstance(launch, Contract):
+            out.append(LaunchShape(None, src, "call site", contract=launch, path=path, line=lines[0]))
+        else:
+            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0]))
+    return out
+
+
+def _and(items: list) -> str:
+    s = [str(x) for x in items]
+    return s[0] if len(s) == 1 else ", ".join(s[:-1]) + " and " + s[-1]
+
+
+def _nodes_with_scopes(tree: ast.Module, finder: Any):
+    """Every node of the module with the scope its names resolve in."""
+    stack: list[tuple[ast.AST, Scope]] = [(n, finder.module) for n in reversed(tree.body)]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        inner = scope
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            fi = finder._by_node.get(node)
+            if fi is not None and fi.kind != "plain":
+                continue  # a kernel's or device function's body launches nothing
+            if fi is not None and fi.body_scope is not None:
+                inner = fi.body_scope
+            for dec in node.decorator_list:
+                stack.append((dec, scope))
+            stack.extend((st, inner) for st in reversed(node.body))
+            continue
+        if isinstance(node, ast.ClassDef):
+            inner = finder._class_scopes.get(node, scope)
+        stack.extend((child, inner) for child in reversed(list(ast.iter_child_nodes(node))))
+
+
+def _stores(nodes) -> dict[str, list[tuple[ast.expr, Scope, int]]]:
+    """What is stored into subscripts and attributes (``cache["k"] =
+    cuda.jit(f)``, ``self.kernel = ...``), by the target's text: the
+    discovery does not follow a value through them."""
+    out: dict[str, list[tuple[ast.expr, Scope, int]]] = {}
+    for node, scope in nodes:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, (ast.Subscript, ast.Attribute)):
+                    out.setdefault(ast.unparse(t), []).append((node.value, scope, node.lineno))
+    return out
+
+
+def _kernels(d: Discovery, node: ast.expr, scope: Scope, line: int, stores=None) -> list[FuncInfo]:
+    """The kernels ``node`` may stand for; a subscript or attribute the
+    discovery cannot value, through what is stored into that same text
+    (when that is one kernel: ``self.k`` of two classes is none)."""
+    if not isinstance(node, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+        return []
+    out = _values_kernels(d, node, scope, line)
+    if not out and stores and isinstance(node, (ast.Subscript, ast.Attribute)):
+        stored = [fi for value, s, ln in stores.get(ast.unparse(node), ()) for fi in _values_kernels(d, value, s, ln)]
+        out = list(dict.fromkeys(stored))
+        if len(out) > 1:
+            return []
+    return out
+
+
+def _values_kernels(d: Discovery, node: ast.expr, scope: Scope, line: int) -> list[FuncInfo]:
+    try:
+        values = d.eval(node, Ctx(scope, line, {}))
+    except RecursionError:
+        return []
+    out = []
+    for v in values:
+        if isinstance(v, Compiled) and v.kind == "kernel" and v.fi.kind == "kernel":
+            out.append(v.fi)
+        elif isinstance(v, Fn) and v.fi.kind == "kernel":
+            out.append(v.fi)
+    return list(dict.fromkeys(out))
+
+
+def _blocks_of_config(sl: ast.expr, scope: Scope, line: int) -> list[tuple[int, int, int]]:
+    """The blocks of a launch configuration ``[grid, block, ...]``."""
+    if isinstance(sl, ast.Tuple) and len(sl.elts) >= 2:
+        return _block_values(sl.elts[1], scope, line)
+    out = []
+    for v in _values(sl, scope, line, 0):  # `k[config]` with `config = (grid, block)`
+        if isinstance(v, tuple) and len(v) >= 2:
+            b = _as_block(v[1])
+            if b is not None:
+                out.append(b)
+    return out
+
+
+def _block_values(node: ast.expr, scope: Scope, line: int) -> list[tuple[int, int, int]]:
+    return [b for v in _values(node, scope, line, 0) for b in [_as_block(v)] if b is not None]
+
+
+def _is_zero(node: ast.expr, scope: Scope, line: int) -> bool:
+    return _values(node, scope, line, 0) == [0]
+
+
+def _as_block(v: Any) -> tuple[int, int, int] | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        v = (v,)
+    if not isinstance(v, tuple) or not 1 <= len(v) <= 3 or not all(isinstance(x, int) for x in v):
+        return None
+    dims = tuple(v) + (1,) * (3 - len(v))
+    return dims if valid_block(dims) else None  # type: ignore[return-value]
+
+
+def _values(node: ast.expr, scope: Scope, line: int, depth: int) -> list[Any]:
+    """The constant values ``node`` may have at ``line`` (several for a name
+    a ``for`` binds to each element of a literal tuple); [] when unknown."""
+    if isinstance(node, ast.Name) and depth < _MAX_DEPTH:
+        b, s = scope.lookup(node.id, line)
+        if b is not None and b.kind == "unknown" and isinstance(b.value, Flow) and s is not None:
+            return _flow_values(node.id, b.value, b.line, s, depth)
+    v = evaluate(node, _lookup(scope, line, depth), lambda n: scope.qual(n, line))
+    return [] if v is UNKNOWN or isinstance(v, Alias) else [v]
+
+
+def _flow_values(name: str, flow: Flow, bound_at: int, scope: Scope, depth: int) -> list[Any]:
+    """The values of a name bound where the finder could not fold it: an
+    assignment under a condition, or a loop over a literal tuple. A name
+    bound more than once in its scope could hold any of them: unknown."""
+    if len(scope.bindings.get(name, ())) != 1:
+        return []
+    if flow.each:
+        seqs = _values(flow.expr, scope, bound_at, depth + 1)
+        items = [x for seq in seqs if isinstance(seq, (tuple, list)) for x in seq]
+    else:
+        items = _values(flow.expr, scope, bound_at, depth + 1)
+    for i in flow.index:
+        items = [x[i] for x in items if isinstance(x, (tuple, list)) and 0 <= i < len(x)]
+    return list(dict.fromkeys(items))[:_MAX_VALUES] if all(_hashable(x) for x in items) else []
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+def _lookup(scope: Scope, line: int, depth: int):
+    base = scope.const_lookup(line)
+
+    def lookup(name: str) -> Any:
+        v = base(name)
+        if v is not UNKNOWN or depth >= _MAX_DEPTH:
+            return v
+        got = _values(ast.Name(name), scope, line, depth + 1)
+        return got[0] if len(got) == 1 else UNKNOWN
+
+    return lookup

@@ -1,0 +1,141 @@
+"""The values the launch package passes around: one shape a kernel is
+linted under (`LaunchShape`), and a set of block shapes given by bounds
+(`Contract`). Pure data: nothing here imports the rest of tolk_lint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DIMS = "xyz"
+MAX_THREADS = 1024  # threads per block on every NVIDIA GPU
+MAX_DIMS = (1024, 1024, 64)  # per dimension
+
+
+def block_text(block: tuple[int, int, int]) -> str:
+    return "({},{},{})".format(*block)
+
+
+def valid_block(block: tuple[int, ...]) -> bool:
+    """A block a launch can have: 1 to 1024 threads, each dimension within its maximum."""
+    if len(block) != 3 or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in block):
+        return False
+    return block[0] * block[1] * block[2] <= MAX_THREADS and all(n <= m for n, m in zip(block, MAX_DIMS))
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The block shapes whose dimensions stay within ``dims`` (a dimension
+    of 1 is exactly 1), whose threads are at most ``threads``, and, with
+    ``pow2``, whose ``blockDim.x`` is a power of two. ``family`` says how it
+    is worded: ``box`` (each dimension bounded), ``product`` (the thread
+    count bounded), ``pow2``, or ``flat`` (any one-dimensional block:
+    ``kernel.forall``)."""
+
+    dims: tuple[int, int, int]
+    threads: int
+    family: str = "box"
+    pow2: bool = False
+
+    def admits(self, block: tuple[int, int, int]) -> bool:
+        if any(n < 1 or n > m for n, m in zip(block, self.dims)):
+            return False
+        if block[0] * block[1] * block[2] > self.threads:
+            return False
+        return not self.pow2 or block[0] & (block[0] - 1) == 0
+
+    def largest(self) -> tuple[int, int, int]:
+        """A block of the contract with the most threads (the one to suggest declaring)."""
+        x, y, z = self.dims
+        if self.family == "product":
+            free = [d for d in range(3) if self.dims[d] > 1]
+            out = [1, 1, 1]
+            left = self.threads
+            for d in free[:-1]:  # square-ish: the first dimensions share the square root
+                side = 1
+                while side * 2 * side * 2 <= left and side * 2 <= self.dims[d]:
+                    side *= 2
+                out[d] = side
+                left //= side
+            if free:
+                out[free[-1]] = min(left, self.dims[free[-1]])
+            return (out[0], out[1], out[2])
+        if self.pow2:
+            p = 1
+            while p * 2 <= min(x, self.threads):
+                p *= 2
+            return (p, 1, 1)
+        z = min(z, max(1, self.threads // max(1, x * y)))
+        y = min(y, max(1, self.threads // max(1, x)))
+        x = min(x, self.threads)
+        return (x, y, z)
+
+    def describe(self) -> str:
+        """The contract in words: ``blockDim.x <= 16 and blockDim.y <= 16``."""
+        free = [d for d in range(3) if self.dims[d] > 1]
+        if self.family == "flat":
+            return f"a one-dimensional block of at most {self.threads} threads"
+        if self.pow2:
+            head = f"blockDim.x is a power of two <= {self.dims[0]}"
+        elif self.family == "product":
+            head = " * ".join(f"blockDim.{DIMS[d]}" for d in free) + f" <= {self.threads}"
+        else:
+            parts = [f"blockDim.{DIMS[d]} <= {self.dims[d]}" for d in free if self.dims[d] < self.threads]
+            if not parts:
+                parts = [" * ".join(f"blockDim.{DIMS[d]}" for d in free or [0]) + f" <= {self.threads}"]
+            head = " and ".join(parts)
+        ones = [DIMS[d] for d in range(3) if self.dims[d] == 1]
+        if ones and free:
+            head += " (" + " = ".join(f"blockDim.{d}" for d in ones) + " = 1)"
+        elif not free:
+            head = "a block of one thread"
+        return head
+
+    def to_json(self) -> dict:
+        return {"family": self.family, "dims": list(self.dims), "threads": self.threads, "pow2": self.pow2,
+                "text": self.describe()}  # fmt: skip
+
+
+# What a shape can come from, most authoritative first: the first kind of
+# this list a kernel has shapes of is the one it is linted under.
+PRECEDENCE = ("--block", "configuration", "call site", ".reqntid", "host launch", "comment", "triton")
+# A launch found whose block is not a constant: never linted under, only named.
+UNREAD = "unread"
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """One launch a kernel is linted under: an exact ``block``, or a
+    ``contract`` (a set of blocks: ``kernel.forall``, or the one TL205
+    infers), with where it came from in words (``source``: "the call site
+    at line 88") and what kind of source that is (one of `PRECEDENCE`, or
+    ``inferred``). ``path`` and ``line`` point at it, when it is a place in
+    a file."""
+
+    block: tuple[int, int, int] | None
+    source: str
+    kind: str
+    contract: Contract | None = None
+    path: str | None = None
+    line: int | None = None
+
+    def what(self) -> str:
+        """The shape alone: ``block=(16,16,1)``, or the contract's words."""
+        if self.block is not None:
+            return f"block={block_text(self.block)}"
+        return self.contract.describe() if self.contract is not None else "any block"
+
+    def words(self) -> str:
+        """``block=(16,16,1) from the call site at line 88``."""
+        return f"{self.what()} from {self.source}" if self.source else self.what()
+
+    def same_launch(self, other: LaunchShape) -> bool:
+        return self.block == other.block and self.contract == other.contract
+
+    def to_json(self) -> dict:
+        out: dict = {"block": list(self.block) if self.block else None, "source": self.source, "kind": self.kind}
+        if self.contract is not None:
+            out["contract"] = self.contract.to_json()
+        if self.line is not None:
+            out["path"], out["line"] = self.path, self.line
+        return out
