@@ -15,6 +15,7 @@ from typing import Any
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import Canon, collect_accesses
 from tolk_lint.analysis.memory.evaluator import ThreadEval
+from tolk_lint.analysis.memory.invariants import LoopInvariants
 from tolk_lint.analysis.memory.loops import constant_trip_count, geometric_counters, shifted_ivs, trip_period
 from tolk_lint.analysis.memory.order import ProgramOrder
 from tolk_lint.analysis.memory.phases import Phases
@@ -57,6 +58,7 @@ class MemoryCore:
         self._q: Query | None = None
         self.order = ProgramOrder(kernel, self.cfg)
         self.geo = geometric_counters(kernel, self.canon)
+        self.invariants = LoopInvariants(self)  # facts of the loops' header values, proved on first use
         self._const_trips: dict[Loop, int | None] = {}
         self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()
                          if i.op is O.SPECIAL and i.attrs.get("name", "").startswith(("tid.", "ntid."))}  # fmt: skip

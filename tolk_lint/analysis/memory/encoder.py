@@ -9,7 +9,7 @@ integers they are.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.ir.cfg import Loop
@@ -28,6 +28,8 @@ class MemoryEncoder(smt.Encoder):
 
     canon: Canon | None = None
     geo: dict | None = None
+    invariants: Any = None  # `invariants.LoopInvariants`: facts of a loop's header values at any trip
+    state: dict | None = None  # header PHI -> a free symbol: the values at some trip (an induction step)
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -76,9 +78,33 @@ class MemoryEncoder(smt.Encoder):
                     O.SHR: lambda: a >> b}[d.op]()  # fmt: skip
         if self.python and d.op is O.CVT and d.args and not is_float(v.type) and self._int_float(d.args[0]):
             return self.fit(self.enc(d.args[0], t), self.width(v.type), True)
+        got = self._power_of_two(d, v, t)
+        if got is not None:
+            return got
         return super()._arith(d, v, t)
 
+    def _power_of_two(self, d: Instr, v: Value, t: int):
+        """``2 ** e`` (``4 ** e``...) of integers: a shift by ``e`` (times
+        the base's bits) while that fits the width; otherwise (a negative or
+        too large exponent) the pure function it was."""
+        if d.op is not O.PURE or d.attrs.get("fn") != "pow" or len(d.args) != 2 or is_float(v.type) \
+                or any(is_float(a.type) for a in d.args):  # fmt: skip
+            return None
+        bd = d.args[0].defn
+        base = bd.attrs.get("value") if bd is not None and bd.op is O.CONST else None
+        if not isinstance(base, int) or isinstance(base, bool) or base < 2 or base & (base - 1):
+            return None
+        z3 = self.z3
+        w = self.width(v.type)
+        bits = base.bit_length() - 1
+        e = self.fit(self._bv(self.enc(d.args[1], t)), w, True)
+        amount = e * bits
+        other = super()._arith(d, v, t)
+        return z3.If(z3.And(e >= 0, e < (w - 1) // bits), z3.BitVecVal(1, w) << amount, other)
+
     def _header_phi(self, lp, d, v, t):
+        if self.state is not None and v in self.state:
+            return self.state[v]
         g = (self.geo or {}).get(v)
         if g is None:
             got = self._carried(lp, d, v, t)
@@ -102,6 +128,16 @@ class MemoryEncoder(smt.Encoder):
             return start >> n
         # C division by 2^n rounds toward zero
         return z3.If(start >= 0, start >> n, -((-start) >> n))
+
+    def _constrain_exit_trip(self, lp: Loop, t: int, T) -> None:
+        # the loop's proved invariants hold at its exit trip, once the thread entered it
+        super()._constrain_exit_trip(lp, t, T)
+        if self.invariants is None or not self.invariants.facts(lp):
+            return
+        entered = self.loop_entry_condition(lp, t)
+        terms = self.invariants.terms(self, lp, t, T)
+        if entered is not None and terms:
+            self.constraints.append(self.z3.Implies(entered, self.z3.And(*terms)))
 
     # A header PHI that is no induction variable, but whose value along the
     # back edge is computed from values of the trip that do not lead back to

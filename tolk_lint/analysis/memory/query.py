@@ -19,7 +19,7 @@ from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
 from tolk_lint.analysis.memory.loops import inside_successor
 from tolk_lint.ir.cfg import Loop
-from tolk_lint.ir.nodes import Block
+from tolk_lint.ir.nodes import Block, is_signed
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class Query:
         self.enc = MemoryEncoder(self.k, mf.info, "workgroup", point=None)
         self.enc.canon = mf.canon
         self.enc.geo = mf.geo
+        self.enc.invariants = mf.invariants
         self.z3 = self.enc.z3
         self.anchors: dict[Loop, Any] = {}
         self._free_names: set[str] = set()
@@ -188,7 +189,8 @@ class Query:
         for lp, k in trips.items():
             if lp in inside:
                 continue
-            out += [k >= 0, k < TRIP_BOUND] + self.geometric(lp, k)
+            out += [k >= 0, k < TRIP_BOUND] + self.counted(lp, t, k, acc.instr.block)
+            out += self.loop_facts(lp, t, k)
             try:
                 here = enc.exits_at(lp, t, k)
                 prev = enc.exits_at(lp, t, k - 1)
@@ -209,8 +211,14 @@ class Query:
             if prev is not None:
                 out.append(z3.Or(k == 0, z3.Not(prev)))
             out += self.counted(lp, t, k, acc.instr.block)
+            out += self.loop_facts(lp, t, k)
         out += self.reach(acc.instr.block, t)
         return out
+
+    def loop_facts(self, lp: Loop, t: int, k) -> list:
+        """The proved invariants of ``lp``'s header values (`invariants`) at trip ``k`` of thread ``t``."""
+        inv = self.mf.invariants
+        return inv.terms(self.enc, lp, t, k) if inv is not None else []
 
     def geometric(self, lp: Loop, k) -> list:
         """A counter multiplied or divided by 2^s each trip runs fewer than
@@ -228,24 +236,32 @@ class Query:
     def counted(self, lp: Loop, t: int, k, block: Block) -> list:
         """What the loop's counted exits say of trip ``k`` beyond "not left at
         k - 1": induction variables do not wrap (a compiler's loop counter
-        never does), and a ``!=`` exit at a bound ``start + n * step`` runs
-        exactly n trips."""
+        never does; C's signed overflow is undefined), whether their step is
+        a constant or a loop-invariant value (``i += blockDim.x``: without
+        this, a wrapped counter makes an exit test pass again at some huge
+        trip), and a ``!=`` exit at a bound ``start + n * step`` runs exactly
+        n trips."""
         z3 = self.z3
         enc = self.enc
         cfg = self.mf.cfg
         out = self.geometric(lp, k)
         for ex in lp.exits:
             iv = ex.iv
-            if iv is None or iv.step is None or ex.bound is None or not all(
+            if iv is None or (iv.step is None and iv.step_value is None) or ex.bound is None or not all(
                 cfg.dominates(ex.branch.block, l) for l in lp.latches
-            ):  # a loop-invariant, non-constant step: no closed form here
+            ):
                 continue
             try:
                 start = enc._bv(enc.enc(iv.start, t))
                 bound = enc._bv(enc.enc(ex.bound, t))
+                step_e = None if iv.step is not None else enc._bv(enc.enc(iv.step_value, t))
             except Exception:  # noqa: BLE001
                 continue
             if z3.is_bool(start) or z3.is_bool(bound):
+                continue
+            if step_e is not None and not z3.is_bv_value(z3.simplify(step_e)):
+                # a step the launch does not fix: no product (see `strided`)
+                out += self.strided(lp, iv, t, k, start, step_e, ex.cmp in ("lt", "le", "gt", "ge"))
                 continue
             w = start.size()
             if w >= 128:
@@ -257,12 +273,22 @@ class Query:
             if ex.cmp in ("lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"):
                 signed = ex.cmp in ("lt", "le", "gt", "ge")
                 S = z3.SignExt(w + 2, start) if signed else z3.ZeroExt(w + 2, start)
-                V = S + z3.BitVecVal(step, 2 * w + 2) * last
+                if step_e is None:
+                    STEP = z3.BitVecVal(step, 2 * w + 2)
+                else:
+                    # the step as the value it is (``%ntid.x`` is unsigned), at the counter's width
+                    STEP = enc.fit(enc.fit(step_e, w, is_signed(iv.step_value.type)), 2 * w + 2,
+                                   is_signed(iv.step_value.type) or signed)  # fmt: skip
+                    if iv.negated:
+                        STEP = -STEP
+                # the value tested at trip k: between the start and it, every
+                # trip's value is in range too (it moves one way)
+                V = S + STEP * last
                 if signed:
                     out += [V >= -(1 << (w - 1)), V < (1 << (w - 1))]
                 else:
                     out += [V >= 0, V < (1 << w)]
-            elif ex.cmp == "ne" and not ex.exits_when and step != 0:
+            elif ex.cmp == "ne" and not ex.exits_when and step is not None and step != 0:
                 # runs while iv != bound: n = (bound - start) / step trips
                 dist = (bound - start) if step > 0 else (start - bound)
                 D = z3.ZeroExt(w + 2, dist)
@@ -270,6 +296,63 @@ class Query:
                 lhs = K * abs(step)
                 out.append(z3.ULT(lhs, D) if strict else z3.ULE(lhs, D))
         return out
+
+    def strided(self, lp: Loop, iv, t: int, k, start, step_e, signed: bool) -> list:
+        """A counter stepped by a loop-invariant value S (``i += blockDim.x``)
+        that does not wrap moves at least one per trip: at trip k,
+        ``i - start >= k`` when S > 0 (``start - i >= k`` when S < 0). Linear,
+        where ``start + S * k`` in wide arithmetic is a product the solver
+        finds costly; with the loop's invariants (``i < 256``) it bounds k, and
+        a wrapped counter is no longer a model."""
+        z3 = self.z3
+        enc = self.enc
+        w = start.size()
+        if w < 30:
+            return []  # trips (below 2^28) would not fit the difference
+        try:
+            x = enc._bv(enc.enc(iv.phi, t))  # at trip k: the context `conditions` set
+        except Exception:  # noqa: BLE001
+            return []
+        if x.size() != w:
+            return []
+        ext = z3.SignExt if signed else z3.ZeroExt
+        up = ext(2, x) - ext(2, start)
+        K = enc.fit(k, w + 2, False)
+        st_signed = is_signed(iv.step_value.type)
+        S = enc.fit(step_e, w, st_signed)
+        zero = z3.BitVecVal(0, w)
+        pos = (S > zero) if st_signed else (S != zero)
+        neg = (S < zero) if st_signed else z3.BoolVal(False)
+        if iv.negated:
+            pos, neg = neg, pos
+        out = [z3.Implies(pos, up >= K), z3.Implies(neg, -up >= K)]
+        if not iv.negated:
+            out += self._block_residue(t, x, start, S, signed)
+        return out
+
+    def _block_residue(self, t: int, x, start, S, signed: bool) -> list:
+        """A block-stride counter (step ``blockDim.x``, or the block's size
+        with the linear thread index) keeps its thread's residue: ``i - start
+        + tid = tid + S * k``, whose remainder by S is ``tid`` whatever the
+        trip. Told as one uninterpreted function of that value (x mod S), so
+        two threads at one index are one thread, with no product or division
+        for the solver to reason through. Only while ``i - start`` is below
+        2^(w-1), where it cannot have wrapped."""
+        z3 = self.z3
+        enc = self.enc
+        w = x.size()
+        if self.k.launch.block is not None:
+            return []  # S is a constant: the arithmetic is linear already
+        nx, ny, nz = (enc.fit(n, w) for n in enc.ntid)
+        tx, ty, tz = (enc.fit(d, w) for d in enc.tid[t])
+        S = z3.simplify(S)
+        for size, lane in ((nx, tx), (nx * ny, tx + nx * ty), (nx * ny * nz, tx + nx * (ty + ny * tz))):
+            if z3.simplify(size).eq(S):
+                break
+        else:
+            return []
+        rem = enc.uf(f"block_residue_{w}", [x - start + lane], z3.BitVecSort(w))
+        return [z3.Implies(z3.ULT(x - start, 1 << (w - 1)), rem == lane)]
 
     def reach(self, block: Block, t: int) -> list:
         z3 = self.z3
