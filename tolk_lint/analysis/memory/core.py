@@ -56,6 +56,7 @@ class MemoryCore:
         self._evals: dict[tuple, ThreadEval] = {}
         self._same: dict[int, bool] = {}  # `_same_facts`, by id of the facts
         self._q: Query | None = None
+        self._q_exact: Query | None = None
         self.order = ProgramOrder(kernel, self.cfg)
         self.geo = geometric_counters(kernel, self.canon)
         self.invariants = LoopInvariants(self)  # facts of the loops' header values, proved on first use
@@ -152,8 +153,14 @@ class MemoryCore:
         count = self._const_trips[lp] = constant_trip_count(self.cfg, lp)
         return count
 
-    def query(self) -> Query:
-        """The kernel's one Z3 context (encoder, memo, trip symbols)."""
+    def query(self, exact: bool = False) -> Query:
+        """The kernel's one Z3 context (encoder, memo, trip symbols); with
+        ``exact``, a second one whose counters' products are not abstracted
+        (`MemoryEncoder._strided`), to confirm what the first found."""
+        if exact:
+            if self._q_exact is None:
+                self._q_exact = Query(self, exact=True)
+            return self._q_exact
         if self._q is None:
             self._q = Query(self)
         return self._q

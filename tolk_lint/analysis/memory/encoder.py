@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.ir.cfg import Loop
-from tolk_lint.ir.nodes import Instr, Value, is_float
+from tolk_lint.ir.nodes import Instr, Value, is_float, is_signed
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ class MemoryEncoder(smt.Encoder):
     geo: dict | None = None
     invariants: Any = None  # `invariants.LoopInvariants`: facts of a loop's header values at any trip
     state: dict | None = None  # header PHI -> a free symbol: the values at some trip (an induction step)
+    exact_products: bool = False  # counters with a symbolic step as real products (`_strided`)
+    used_strides: bool = False  # some counter's product was abstracted
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -107,6 +109,12 @@ class MemoryEncoder(smt.Encoder):
             return self.state[v]
         g = (self.geo or {}).get(v)
         if g is None:
+            got = self._moves_with(lp, v, t)
+            if got is not None:
+                return got
+            got = self._strided(lp, v, t)
+            if got is not None:
+                return got
             got = self._carried(lp, d, v, t)
             if got is not None:
                 return got
@@ -138,6 +146,52 @@ class MemoryEncoder(smt.Encoder):
         terms = self.invariants.terms(self, lp, t, T)
         if entered is not None and terms:
             self.constraints.append(self.z3.Implies(entered, self.z3.And(*terms)))
+
+    def _moves_with(self, lp: Loop, v: Value, t: int):
+        """A counter proved to move with another (`invariants.Fact` with
+        ``other``: ``q - c * p`` keeps its start value, as a compiler's byte
+        offset beside the element counter it was strength-reduced from) is
+        that closed form: one product fewer, and ``q`` is bounded wherever
+        ``p`` is. The relation holds at every trip the header is reached."""
+        if self.invariants is None or self.state is not None:
+            return None
+        f = self.invariants.relation(lp, v)
+        if f is None:
+            return None
+        z3 = self.z3
+        x0 = self._bv(self.enc(f.bound, t))
+        w = x0.size()
+        y = self.fit(self._bv(self.enc(f.other, t)), w, f.signed)
+        y0 = self.fit(self._bv(self.enc(f.other_start, t)), w, f.signed)
+        c = z3.BitVecVal(f.scale % (1 << w), w)
+        return x0 + c * (y - y0)
+
+    def _strided(self, lp: Loop, v: Value, t: int):
+        """A counter whose step is a loop-invariant value the launch does not
+        fix (``i += blockDim.x`` with no block given): ``start + S * k`` is a
+        product of two unknowns, which the bit-blasting solver finds costly to
+        reason through (two threads' counters meeting is a question about
+        multiples of S). The product is an uninterpreted function of (S, k)
+        instead: one value for one step and trip, 0 at trip 0, and otherwise
+        only what the loop's facts say (`Query.strided`: it moves one per
+        trip; it keeps its thread's residue; the proved invariants). Every
+        real run is still a model."""
+        iv = next((x for x in lp.ivs if x.phi is v and x.step is None and x.step_value is not None), None)
+        if iv is None or self.exact_products or self.nodes > smt.MAX_NODES:
+            return None
+        z3 = self.z3
+        start = self.enc(iv.start, t)
+        sv = self.enc(iv.step_value, t)
+        if z3.is_bool(start) or z3.is_bool(sv):
+            return None
+        w = start.size()
+        step = self.fit(sv, w, is_signed(iv.step_value.type))
+        if z3.is_bv_value(z3.simplify(step)):
+            return None  # a constant step: the product is linear
+        trip = self.fit(self.trip_of(lp, t), w)
+        moved = self.uf(f"stride_{w}", [step, trip], z3.BitVecSort(w))
+        self.used_strides = True
+        return z3.If(trip == 0, start, start - moved if iv.negated else start + moved)
 
     # A header PHI that is no induction variable, but whose value along the
     # back edge is computed from values of the trip that do not lead back to

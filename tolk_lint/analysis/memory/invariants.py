@@ -40,7 +40,7 @@ from tolk_lint import budget
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
 from tolk_lint.analysis.memory.query import TRIP_BOUND, solve_bv
-from tolk_lint.ir.nodes import Value, is_float, is_signed
+from tolk_lint.ir.nodes import Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -57,12 +57,20 @@ RELATIONS = ("lt", "le", "ge", "lo", "ls", "hs")
 
 @dataclass(frozen=True)
 class Fact:
-    """``phi REL bound + offset`` (``bound`` None: the constant ``offset``)."""
+    """``phi REL bound + offset`` (``bound`` None: the constant ``offset``);
+    with ``other`` (another header value of the loop, a counter whose step
+    is ``phi``'s divided by ``scale``), the relation ``phi - scale * other ==
+    bound - scale * other_start``: the two move together (a compiler's byte
+    offset beside its element counter)."""
 
     phi: Value
-    rel: str  # lt le ge (signed), lo ls hs (unsigned)
+    rel: str  # lt le ge (signed), lo ls hs (unsigned); eq (with ``other``)
     bound: Value | None
     offset: int
+    other: Value | None = None
+    other_start: Value | None = None
+    scale: int = 1
+    signed: bool = True  # how ``other`` widens to ``phi``'s width
 
 
 def _integer(v: Value) -> bool:
@@ -79,6 +87,11 @@ def _offsets(lp: Loop, v: Value, canon) -> dict[Value, int | None]:
             out.setdefault(a, None)
     for b in lp.blocks:
         for ins in b.instrs:
+            if ins.op is O.CVT and ins.args and ins.results and canon(ins.args[0]) in out \
+                    and _integer(ins.results[0]):  # fmt: skip
+                # a conversion (the 32-bit test of a 64-bit counter): its bounds may hold of the counter
+                out.setdefault(ins.results[0], out[canon(ins.args[0])])
+                continue
             if ins.op not in (O.ADD, O.SUB) or len(ins.args) != 2 or not ins.results:
                 continue
             x, y = canon(ins.args[0]), ins.args[1]
@@ -131,13 +144,78 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
         for b, off in dict.fromkeys(bounds):
             for rel in RELATIONS:
                 add(v, rel, b, off)
-        starts = {a for p, a in zip(lp.header.preds, phi.args) if p not in lp.blocks}
+        starts = _starts(lp, v)
         if len(starts) == 1:
             (s,) = starts
             if _integer(s):
                 for rel in ("ge", "le", "hs", "ls"):
                     add(v, rel, s, 0)
+    # counters that move together: one's step a constant multiple of the other's
+    for q in lp.ivs:
+        for p in lp.ivs:
+            if p is q or p.negated or q.negated or not (_integer(q.phi) and _integer(p.phi)):
+                continue
+            if type_bits(q.phi.type) < type_bits(p.phi.type):
+                continue
+            c = _scale(q, p, canon)
+            sq, sp = _starts(lp, q.phi), _starts(lp, p.phi)
+            if c is None or len(sq) != 1 or len(sp) != 1:
+                continue
+            for signed in (True, False) if type_bits(q.phi.type) > type_bits(p.phi.type) else (True,):
+                key = (q.phi, p.phi, c, signed)
+                if key not in seen and len(out) < MAX_CANDIDATES:
+                    seen.add(key)
+                    out.append(Fact(q.phi, "eq", next(iter(sq)), 0, p.phi, next(iter(sp)), c, signed))
     return out
+
+
+def _starts(lp: Loop, v: Value) -> set:
+    return {a for p, a in zip(lp.header.preds, v.defn.args) if p not in lp.blocks}
+
+
+def _strip(v: Value, canon) -> Value:
+    """``v`` under its integer conversions."""
+    v = canon(v)
+    while v.defn is not None and v.defn.op is O.CVT and v.defn.args and _integer(v.defn.args[0]):
+        v = canon(v.defn.args[0])
+    return v
+
+
+def _same(a: Value, b: Value) -> bool:
+    da, db = a.defn, b.defn
+    return a is b or (da is not None and db is not None and da.op is O.SPECIAL and db.op is O.SPECIAL
+                      and da.attrs.get("name") == db.attrs.get("name"))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A step value alone (`_scale` of a negated step)."""
+
+    step_value: Value
+    step: None = None
+
+
+def _scale(q, p, canon) -> int | None:
+    """c when counter ``q``'s step is c times ``p``'s (constants, or one
+    loop-invariant value scaled: ``mul.wide.s32 %rd4, %ntid, 4``)."""
+    if q.step is not None or p.step is not None:
+        if q.step is None or p.step is None or p.step == 0 or q.step % p.step:
+            return None
+        return q.step // p.step
+    a, b = _strip(q.step_value, canon), _strip(p.step_value, canon)
+    if _same(a, b):
+        return 1
+    d = a.defn
+    if d is not None and d.op is O.NEG and d.args:
+        neg = _scale(_Step(d.args[0]), p, canon)
+        return -neg if neg is not None else None
+    if d is None or d.op not in (O.MUL, O.SHL) or len(d.args) != 2:
+        return None
+    for x, y in ((d.args[0], d.args[1]), (d.args[1], d.args[0])) if d.op is O.MUL else ((d.args[0], d.args[1]),):
+        c = y.defn.attrs.get("value") if y.defn is not None and y.defn.op is O.CONST else None
+        if isinstance(c, int) and not isinstance(c, bool) and _same(_strip(x, canon), b):
+            return c if d.op is O.MUL else (1 << c if 0 <= c < 64 else None)
+    return None
 
 
 def compare(z3, rel: str, a, b):
@@ -145,12 +223,24 @@ def compare(z3, rel: str, a, b):
             "ls": lambda: z3.ULE(a, b), "hs": lambda: z3.UGE(a, b)}[rel]()  # fmt: skip
 
 
-def fact_term(enc: MemoryEncoder, f: Fact, value, t: int):
-    """``f`` of ``value`` (the header value's term) in thread ``t``, in
-    ``enc``'s current trip context."""
+def fact_term(enc: MemoryEncoder, f: Fact, value_of, t: int):
+    """``f`` of the header values ``value_of(phi)`` gives (terms) in thread
+    ``t``, in ``enc``'s current trip context; None when one is missing."""
     z3 = enc.z3
+    value = value_of(f.phi)
+    if value is None:
+        return None
     x = enc._bv(value)
     w = x.size()
+    if f.other is not None:
+        y = value_of(f.other)
+        if y is None:
+            return None
+        y = enc.fit(enc._bv(y), w, f.signed)
+        y0 = enc.fit(enc._bv(enc.enc(f.other_start, t)), w, f.signed)
+        x0 = enc.fit(enc._bv(enc.enc(f.bound, t)), w, True)
+        c = z3.BitVecVal(f.scale % (1 << w), w)
+        return x - c * y == x0 - c * y0
     if f.bound is None:
         b = z3.BitVecVal(f.offset % (1 << w), w)
     else:
@@ -167,6 +257,7 @@ class LoopInvariants:
         self.mf = mf
         self._facts: dict[Loop, tuple[Fact, ...]] = {}
         self._busy: set[Loop] = set()
+        self._relations: dict[Loop, dict[Value, Fact]] = {}  # `relation`
         self.proved = 0  # facts kept, over every loop asked about
 
     def facts(self, lp: Loop) -> tuple[Fact, ...]:
@@ -189,6 +280,24 @@ class LoopInvariants:
         self.proved += len(got)
         return got
 
+    def relation(self, lp: Loop, v: Value) -> Fact | None:
+        """The proved relation that gives ``v`` from another counter of ``lp``
+        (a base counter, given by no relation: one an exit tests first), if any."""
+        if lp in self._busy:
+            return None
+        got = self._relations.get(lp)
+        if got is None:
+            got = self._relations[lp] = {}
+            tested = {ex.iv.phi for ex in lp.exits if ex.iv is not None}
+            bases: set = set()
+            rels = [f for f in self.facts(lp) if f.other is not None]
+            for f in sorted(rels, key=lambda f: f.other not in tested):
+                if f.phi in got or f.phi in bases or f.other in got:
+                    continue
+                got[f.phi] = f
+                bases.add(f.other)
+        return got.get(v)
+
     def terms(self, enc: MemoryEncoder, lp: Loop, t: int, trip) -> list:
         """The facts of ``lp`` at ``trip`` in thread ``t``, as terms of ``enc``."""
         facts = self.facts(lp)
@@ -199,7 +308,8 @@ class LoopInvariants:
         pair[t] = trip
         enc.trips[lp] = (pair[0], pair[1])
         try:
-            return [fact_term(enc, f, enc.enc(f.phi, t), t) for f in facts]
+            got = [fact_term(enc, f, lambda phi: enc.enc(phi, t), t) for f in facts]
+            return [x for x in got if x is not None]
         finally:
             enc.restore_trip(lp, saved)
 
@@ -239,10 +349,9 @@ class LoopInvariants:
             for cond, values in cases:
                 here = []
                 for f in kept:
-                    v = values.get(f.phi)
-                    if v is None:
+                    term = fact_term(enc, f, values.get, 0)
+                    if term is None:
                         continue
-                    term = fact_term(enc, f, v, 0)
                     terms.append((f, term))
                     here.append(z3.Not(term))
                 if here:
@@ -253,7 +362,20 @@ class LoopInvariants:
             if v.status == "unsat":
                 return kept
             if v.status != "sat":
-                return []
+                # too hard together: each alone (the others assumed); those
+                # not proved go, and the rest are asked again without them
+                alone = []
+                for f in kept:
+                    budget.check("proving loop invariants")
+                    mine = [z3.And(cond, z3.Not(t)) for (cond, values) in cases
+                            for t in [fact_term(enc, f, values.get, 0)] if t is not None]  # fmt: skip
+                    if not mine or solve_bv(enc, z3.And(*assume(kept), z3.Or(*mine)), rlimit // 4,
+                                            fallback=False).status == "unsat":  # fmt: skip
+                        alone.append(f)
+                if len(alone) == len(kept):
+                    return kept  # each holds given all: together they are inductive
+                kept = alone
+                continue
             m = v.model
             bad = {f for f, term in terms if not z3.is_true(m.eval(term, model_completion=True))}
             if not bad:
@@ -270,7 +392,7 @@ class LoopInvariants:
         if not cands:
             return ()
         z3 = smt.z3mod()
-        phis = [p for p in lp.header.phis() if any(f.phi is p.result for f in cands)]
+        phis = [p for p in lp.header.phis() if any(p.result in (f.phi, f.other) for f in cands)]
         # the entry: the start values, given the path into the loop
         base = self._encoder(lp, state=False)
         entry = base.loop_entry_condition(lp, 0)
@@ -279,7 +401,7 @@ class LoopInvariants:
             outside = {a for q, a in zip(lp.header.preds, p.args) if q not in lp.blocks}
             if len(outside) == 1:
                 starts[p.result] = base.enc(next(iter(outside)), 0)
-        cands = [f for f in cands if f.phi in starts]
+        cands = [f for f in cands if f.phi in starts and (f.other is None or f.other in starts)]
         cands = self._houdini(base, cands, [(entry if entry is not None else z3.BoolVal(True), starts)],
                               lambda kept: [])  # fmt: skip
         if not cands:
@@ -299,7 +421,8 @@ class LoopInvariants:
         no_overflow = self._no_overflow(step, lp)
 
         def assume(kept):
-            return no_overflow + [fact_term(step, f, step.state[f.phi], 0) for f in kept]
+            got = [fact_term(step, f, step.state.get, 0) for f in kept]
+            return no_overflow + [x for x in got if x is not None]
 
         return tuple(self._houdini(step, cands, cases, assume))
 

@@ -37,10 +37,11 @@ class Query:
     """One Z3 context: one access of thread 0 against partners of thread 1
     (or of thread 0 itself)."""
 
-    def __init__(self, mf: MemoryCore):
+    def __init__(self, mf: MemoryCore, exact: bool = False):
         self.mf = mf
         self.k = mf.k
         self.enc = MemoryEncoder(self.k, mf.info, "workgroup", point=None)
+        self.enc.exact_products = exact
         self.enc.canon = mf.canon
         self.enc.geo = mf.geo
         self.enc.invariants = mf.invariants
@@ -418,6 +419,8 @@ class Query:
         z3 = self.z3
         enc = self.enc
         buf = acc.buffer
+        if buf is None and acc.roots is not None and len(acc.roots) > 1 and acc.fragment is None:
+            return self._in_one_of(acc, t, trips, f)
         if buf is None or buf.dynamic or acc.fragment is not None:
             return []
         self.context(trips)
@@ -437,6 +440,25 @@ class Query:
             return [z3.ULE(start - base, nbytes - f[1])]
         except Exception:  # noqa: BLE001
             return []
+
+    def _in_one_of(self, acc: Access, t: int, trips, f) -> list:
+        """A pointer chosen between static buffers stays inside one of them
+        (leaving it is TL202's finding where it is known which)."""
+        z3 = self.z3
+        enc = self.enc
+        if self.k.language == "python" or not isinstance(f[1], int):
+            return []
+        start = f[0]
+        terms = []
+        for name in sorted(acc.roots):
+            buf = self.k.buffers.get(name)
+            base_v = self.mf.addr_values.get(name)
+            if buf is None or buf.dynamic or buf.bytes is None or base_v is None or f[1] > buf.bytes:
+                return []
+            self.context(trips)
+            base = enc.fit(enc._bv(enc.enc(base_v, t)), start.size(), False)
+            terms.append(z3.ULE(start - base, buf.bytes - f[1]))
+        return [z3.Or(*terms)] if terms else []
 
     def overlap(self, f0, f1):
         """The byte ranges meet (computed in the addresses' own width, so a

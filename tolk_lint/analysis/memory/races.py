@@ -176,7 +176,10 @@ class RaceSearch:
         return cfg.dominates(inside_successor(always[0].branch, lp), acc.instr.block)
 
     def _may_alias(self, a: Access, b: Access) -> bool:
-        """Whether the two may touch one buffer (an unknown buffer: any, in PTX)."""
+        """Whether the two may touch one buffer (an unknown buffer: any, in
+        PTX; a pointer chosen between buffers: any of them)."""
+        if a.roots is not None and b.roots is not None:
+            return not a.roots.isdisjoint(b.roots)
         if a.root is None or b.root is None:
             return self.mf.k.language != "python"
         return a.root == b.root
@@ -261,33 +264,14 @@ class RaceSearch:
             return out
         try:
             q = self.mf.query()
-            ka = (a.order, vec_repr(va), 0)
-            ta = q.trip_exprs(a, va, f"{a.order}a")
-            fa = q.cached(("fp",) + ka, lambda: q.footprint(a, 0, ta))
-            bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
-            base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
-            wr = q.warp_rel(same_warp) if not same_thread else None
-            if wr is not None:
-                base.append(wr)
+            ta, fa, bounds_a, base, wr = self._side_a(q, a, va, same_warp, same_thread)
             items = []
-            t1 = 0 if same_thread else 1
-            for j, (b, vb) in enumerate(kept):
+            for b, vb in kept:
                 if same_thread and b is a and all(k == "rel" and n == 0 for _, k, n in vb):
                     continue  # the same dynamic instance
-                side = "s" if same_thread else "b"
-                kb = (b.order, vec_repr(vb), t1, side)
-                tb = q.trip_exprs(b, vb, f"{b.order}{side}")
-                fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
-                cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
-                ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
-                if b is a and a.fragment is not None and not same_thread and same_warp is not False:
-                    # a wmma fragment is stored (loaded) by its warp's lanes
-                    # together, one `.sync.aligned` operation: two lanes of
-                    # one warp at one such instruction do not race
-                    ov.append(q.warp_rel(False))
-                if same_thread or after_of.get((id(b), vec_repr(vb))):
-                    ov.append(self._later_expr(q, a, ta, b, tb))
-                items.append((b, vb, tb, fb, z3.And(*(cond + ov)), z3.And(*ov)))
+                after = after_of.get((id(b), vec_repr(vb)))
+                tb, fb, full, ov = self._partner(q, a, ta, fa, b, vb, same_warp, same_thread, after)
+                items.append((b, vb, tb, fb, full, ov))
         except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
             log.debug("memory: encoding failed for %s: %r", instr_text(a.instr), e, exc_info=True)
             return out + [race_finding(self.mf, a, None, b, None, code, None, "unknown", walks, same_thread, None,
@@ -297,10 +281,20 @@ class RaceSearch:
 
         def record(it, status, model):
             self._kind_vec = it[1] if a.kind == "copy" else None
-            r = race_finding(self.mf, a, ta, it[0], it[2], code, q, status, walks, same_thread, model,
-                             fa=fa, fb=it[3], kind_vec=self._kind_vec)  # fmt: skip
+            qx, tax, fax, itx = q, ta, fa, it
+            if status == "sat" and q.enc.used_strides:
+                # found over counters whose products were abstracted: confirm
+                # with them exact (a model there is a real witness; none, no race)
+                got = self._confirm(a, va, it, same_warp, same_thread, after_of)
+                if got == "unsat":
+                    return
+                if got is not None:
+                    qx, tax, fax, itx, model = got
+            r = race_finding(self.mf, a, tax, itx[0], itx[2], code, qx, status, walks, same_thread, model,
+                             fa=fax, fb=itx[3], kind_vec=self._kind_vec)  # fmt: skip
             ambiguous = any(loose(k) for _lp, k, _n in va) or any(loose(k) for _lp, k, _n in it[1])
-            if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous:
+            if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous \
+                    and qx is q:  # fmt: skip
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
             out.append(r)
             self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
@@ -388,6 +382,59 @@ class RaceSearch:
                 record(it, "sat", m)
             remaining = [it for it in remaining if it not in hit]
         return out
+
+    def _side_a(self, q: Query, a: Access, va: Vec, same_warp, same_thread):
+        """The first access of a group as terms of ``q``: trips, footprint,
+        staying in bounds, the conditions it runs under (thread 0)."""
+        ka = (a.order, vec_repr(va), 0)
+        ta = q.trip_exprs(a, va, f"{a.order}a")
+        fa = q.cached(("fp",) + ka, lambda: q.footprint(a, 0, ta))
+        bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
+        base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
+        wr = q.warp_rel(same_warp) if not same_thread else None
+        if wr is not None:
+            base.append(wr)
+        return ta, fa, bounds_a, base, wr
+
+    def _partner(self, q: Query, a: Access, ta, fa, b: Access, vb: Vec, same_warp, same_thread, after):
+        """A partner of ``a`` as terms of ``q`` (thread 1, or thread 0 for the
+        copying thread's own hazards): its trips and footprint, and the race
+        with and without its conditions."""
+        z3 = q.z3
+        t1 = 0 if same_thread else 1
+        side = "s" if same_thread else "b"
+        kb = (b.order, vec_repr(vb), t1, side)
+        tb = q.trip_exprs(b, vb, f"{b.order}{side}")
+        fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
+        cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
+        ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
+        if b is a and a.fragment is not None and not same_thread and same_warp is not False:
+            # a wmma fragment is stored (loaded) by its warp's lanes
+            # together, one `.sync.aligned` operation: two lanes of
+            # one warp at one such instruction do not race
+            ov.append(q.warp_rel(False))
+        if same_thread or after:
+            ov.append(self._later_expr(q, a, ta, b, tb))
+        return tb, fb, z3.And(*(cond + ov)), z3.And(*ov)
+
+    def _confirm(self, a: Access, va: Vec, it, same_warp, same_thread, after_of):
+        """The pair ``(a, it)`` asked again with every counter's product exact
+        (`Query` with ``exact``): "unsat", or (query, trips of a, footprint of
+        a, the partner's item, model) for a witness, or None (no answer)."""
+        try:
+            q2 = self.mf.query(exact=True)
+            ta, fa, _bounds, base, _wr = self._side_a(q2, a, va, same_warp, same_thread)
+            b, vb = it[0], it[1]
+            tb, fb, full, ov = self._partner(q2, a, ta, fa, b, vb, same_warp, same_thread,
+                                             after_of.get((id(b), vec_repr(vb))))  # fmt: skip
+            v = self.mf.solve(q2, q2.z3.And(*base, full))
+        except Exception:  # noqa: BLE001
+            return None
+        if v.status == "unsat":
+            return "unsat"
+        if v.status != "sat":
+            return None
+        return q2, ta, fa, (b, vb, tb, fb, full, ov), v.model
 
     def _prefer_same_trip(self, q: Query, a: Access, ta: dict, it, base, r: Race, fa, walks, same_thread):
         """A race whose model puts the two accesses at different trips of a
