@@ -227,8 +227,14 @@ class RaceSearch:
         return self.mf.order.program_after(a, b) if a is not b else None
 
     def _line_key(self, acc: Access):
+        """The source line of an access, with every call it was inlined
+        through: two accesses of one inlined device function are told apart
+        (by the call's line alone, the first race found inside a call hid
+        every other pair of that call from the search)."""
         ins = acc.instr
-        return ins.origin.outermost().line if ins.origin is not None else ("instr", ins.id, id(ins))
+        if ins.origin is not None:
+            return tuple((o.path, o.line) for o in ins.origin.chain())
+        return ("instr", ins.id, id(ins))
 
     def _known(self, code: str, a: Access, b: Access, direction: bool | None) -> bool:
         ka, kb = self._line_key(a), self._line_key(b)
