@@ -63,7 +63,7 @@ def find_bank_conflicts(mf: MemoryCore) -> list[BankConflict]:
         ev = mf.evaluator(tuple((lp, ("free", 0, "o")) for lp in loops), mf.warp_info)
         nwarps = -(-ev.n // 32)
         try:
-            s, c = addr_terms(ev, acc)
+            _sym, c = addr_terms(ev, acc)
         except Unevaluable:
             continue
         if loops and not ev.decided(ins.block):
@@ -72,9 +72,9 @@ def find_bank_conflicts(mf: MemoryCore) -> list[BankConflict]:
             # judge the first trip instead, where it is
             ev0 = mf.evaluator(tuple((lp, ("abs", 0)) for lp in loops), mf.warp_info)
             try:
-                s0, c0 = addr_terms(ev0, acc)
+                _sym0, c0 = addr_terms(ev0, acc)
                 if ev0.decided(ins.block):
-                    ev, s, c = ev0, s0, c0
+                    ev, c = ev0, c0
             except Unevaluable:
                 pass
         if isinstance(c, int):

@@ -121,9 +121,12 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
             out.append(Fact(phi, rel, bound, off))
 
     cmps = [ins for b in lp.blocks for ins in b.instrs if ins.op is O.CMP and len(ins.args) == 2]
+    # a counter with a constant step is exact in closed form (its bounds follow
+    # from the trip's, `Query.counted`): no candidate is worth a question
+    exact = {iv.phi for iv in lp.ivs if iv.step is not None}
     for phi in lp.header.phis():
         v = phi.result
-        if not _integer(v) or canon(v) is not v:
+        if not _integer(v) or canon(v) is not v or v in exact:
             continue
         offs = _offsets(lp, v, canon)
         bounds: list[tuple[Value | None, int]] = [(None, 0)]
@@ -155,6 +158,8 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
         for p in lp.ivs:
             if p is q or p.negated or q.negated or not (_integer(q.phi) and _integer(p.phi)):
                 continue
+            if q.step is not None or p.step is not None:
+                continue  # constant steps: both exact in closed form already
             if type_bits(q.phi.type) < type_bits(p.phi.type):
                 continue
             c = _scale(q, p, canon)
