@@ -16,7 +16,13 @@ from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import Canon, collect_accesses
 from tolk_lint.analysis.memory.evaluator import ThreadEval
 from tolk_lint.analysis.memory.invariants import LoopInvariants
-from tolk_lint.analysis.memory.loops import constant_trip_count, geometric_counters, shifted_ivs, trip_period
+from tolk_lint.analysis.memory.loops import (
+    constant_trip_count,
+    geometric_counters,
+    ring_counters,
+    shifted_ivs,
+    trip_period,
+)
 from tolk_lint.analysis.memory.order import ProgramOrder
 from tolk_lint.analysis.memory.phases import Phases
 from tolk_lint.analysis.memory.query import Query, solve_bv
@@ -59,6 +65,7 @@ class MemoryCore:
         self._q_exact: Query | None = None
         self.order = ProgramOrder(kernel, self.cfg)
         self.geo = geometric_counters(kernel, self.canon)
+        self.rings = ring_counters(kernel, self.canon)  # rotating slots: (start + k) mod S
         self.invariants = LoopInvariants(self)  # facts of the loops' header values, proved on first use
         self._const_trips: dict[Loop, int | None] = {}
         self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()

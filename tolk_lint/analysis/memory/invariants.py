@@ -324,6 +324,7 @@ class LoopInvariants:
         enc = MemoryEncoder(mf.k, mf.info, "workgroup", point=None)
         enc.canon = mf.canon
         enc.geo = mf.geo
+        enc.rings = mf.rings
         enc.invariants = self
         smt._assume(enc)
         z3 = enc.z3

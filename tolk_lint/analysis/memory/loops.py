@@ -180,6 +180,69 @@ def geometric_counters(kernel: Kernel, canon: Canon) -> dict:
     return out
 
 
+def ring_counters(kernel: Kernel, canon: Canon) -> dict:
+    """Header PHIs that count up by one and wrap to 0 at a constant S (a
+    pipeline's rotating slot: ``x = x + 1 < S ? x + 1 : 0``, ``x + 1 == S ?
+    0 : x + 1``, ``(x + 1) % S``): phi -> (start, S). From a start in [0, S)
+    such a counter is ``(start + k) mod S`` at trip k."""
+    out = {}
+    cfg = cfg_of(kernel)
+    for lp in cfg.loops:
+        ivs = {iv.phi for iv in lp.ivs}
+        for phi in lp.header.phis():
+            v = phi.result
+            if v in ivs:
+                continue
+            outside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p not in lp.blocks}
+            inside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks}
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            S = _wraps_at(next(iter(inside)), v, canon)
+            if S is not None:
+                out[v] = (next(iter(outside)), S)
+    return out
+
+
+def _plus_one(x: Value, v: Value, canon) -> bool:
+    d = canon(x).defn
+    return d is not None and d.op is O.ADD and len(d.args) == 2 and (
+        (canon(d.args[0]) is v and const_int(d.args[1]) == 1) or (canon(d.args[1]) is v and const_int(d.args[0]) == 1))
+
+
+def _wraps_at(nxt: Value, v: Value, canon) -> int | None:
+    """S when ``nxt`` is ``v + 1`` wrapped to 0 at S (see `ring_counters`)."""
+    d = nxt.defn
+    if d is None:
+        return None
+    if d.op is O.REM and len(d.args) == 2 and _plus_one(d.args[0], v, canon):
+        S = const_int(d.args[1])
+        return S if S is not None and S >= 2 else None
+    if d.op is not O.SELECT or len(d.args) != 3:
+        return None
+    c, a, b = d.args
+    cd = canon(c).defn
+    if cd is None or cd.op is not O.CMP or len(cd.args) != 2:
+        return None
+    x, y = cd.args
+    cmp = cd.attrs.get("cmp", "")
+    flip = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "lo": "hi", "hi": "lo", "ls": "hs", "hs": "ls"}
+    if not _plus_one(x, v, canon):
+        x, y, cmp = y, x, flip.get(cmp, cmp)
+    S = const_int(y)
+    if S is None or S < 2 or not _plus_one(x, v, canon):
+        return None
+    zero_a, zero_b = const_int(a) == 0, const_int(b) == 0
+    # the select keeps x + 1 while x + 1 < S, and gives 0 once it reaches S
+    keeps = {"lt": True, "lo": True, "ne": True, "eq": False, "ge": False, "hs": False}.get(cmp)
+    if keeps is None:
+        return None
+    if keeps and _plus_one(a, v, canon) and zero_b:
+        return S
+    if not keeps and zero_a and _plus_one(b, v, canon):
+        return S
+    return None
+
+
 def trip_period(kernel: Kernel, cap: int = 48) -> int:
     """The trip period the concrete pass enumerates: the lcm of the small
     masks, moduli and shifts the kernel applies (``k & 1``, ``k % 3``)."""
@@ -214,6 +277,9 @@ def trip_period(kernel: Kernel, cap: int = 48) -> int:
             cands.add(c)
         elif ins.op is O.SHR and 1 <= c <= 4:
             cands.add(1 << c)
+    for _phi, (_start, S) in ring_counters(kernel, lambda v: v).items():
+        if 2 <= S <= 16:
+            cands.add(S)
     p = 1
     for c in sorted(cands):
         q = p * c // math.gcd(p, c)

@@ -44,6 +44,7 @@ class Query:
         self.enc.exact_products = exact
         self.enc.canon = mf.canon
         self.enc.geo = mf.geo
+        self.enc.rings = mf.rings
         self.enc.invariants = mf.invariants
         self.z3 = self.enc.z3
         self.anchors: dict[Loop, Any] = {}
