@@ -197,7 +197,7 @@ def ring_counters(kernel: Kernel, canon: Canon) -> dict:
             inside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks}
             if len(outside) != 1 or len(inside) != 1:
                 continue
-            S = _wraps_at(next(iter(inside)), v, canon)
+            S = _wraps_at(next(iter(inside)), v, canon) or _wraps_at_join(cfg, lp, next(iter(inside)), v, canon)
             if S is not None:
                 out[v] = (next(iter(outside)), S)
     return out
@@ -239,6 +239,45 @@ def _wraps_at(nxt: Value, v: Value, canon) -> int | None:
     if keeps and _plus_one(a, v, canon) and zero_b:
         return S
     if not keeps and zero_a and _plus_one(b, v, canon):
+        return S
+    return None
+
+
+def _wraps_at_join(cfg, lp, nxt: Value, v: Value, canon) -> int | None:
+    """S when ``nxt`` is a PHI of 0 and ``v + 1`` at the join of a branch on
+    ``v + 1 == S`` (``!=``, ``>=``), 0 arriving the way the wrap is taken
+    (``slot += 1; if slot == S: slot = 0`` in Python)."""
+    d = nxt.defn
+    if d is None or d.op is not O.PHI or len(d.args) != 2 or d.block not in lp.blocks or d.block is lp.header:
+        return None
+    J = d.block
+    D = cfg.idom.get(J)
+    t = D.terminator if D is not None else None
+    if t is None or t.op is not O.BRANCH or not t.args:
+        return None
+    cd = canon(t.args[0]).defn
+    if cd is None or cd.op is not O.CMP or len(cd.args) != 2:
+        return None
+    x, y = cd.args
+    if not _plus_one(x, v, canon):
+        x, y = y, x
+    S = const_int(y)
+    cmp = cd.attrs.get("cmp", "")
+    if S is None or S < 2 or not _plus_one(x, v, canon) or cmp not in ("eq", "ne", "ge", "hs"):
+        return None
+    tt, ff = t.targets()
+    wrap_edge = tt if cmp in ("eq", "ge", "hs") else ff  # the way taken once x + 1 reaches S
+
+    def via(p, succ) -> bool:
+        return p is D and succ is J or succ is p or cfg.dominates(succ, p)
+
+    vals = dict(zip(J.preds, d.args))
+    zero = [p for p, a in vals.items() if const_int(a) == 0]
+    step = [p for p, a in vals.items() if _plus_one(a, v, canon)]
+    if len(zero) != 1 or len(step) != 1:
+        return None
+    keep_edge = ff if wrap_edge is tt else tt
+    if via(zero[0], wrap_edge) and via(step[0], keep_edge):
         return S
     return None
 

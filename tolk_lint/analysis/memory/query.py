@@ -222,6 +222,49 @@ class Query:
         inv = self.mf.invariants
         return inv.terms(self.enc, lp, t, k) if inv is not None else []
 
+    def barrier_blocks_before(self, acc: Access, start, level: str) -> list[Block]:
+        """The blocks holding a boundary (at ``level``) that a thread may pass
+        on its way from the phase start ``start`` (None: the entry) to
+        ``acc`` within one trip of ``acc``'s innermost loop: a thread that
+        passes one is in a later phase when it runs ``acc``."""
+        ph = self.mf.phases
+        order = self.mf.order
+        cfg = self.mf.cfg
+        key = ("bars_before", acc.order, id(start), level)
+        got = self._cache.get(key)
+        if got is not None:
+            return got
+        home = cfg.loop_of(acc.instr.block)
+        p0 = start.block if start is not None else self.k.entry
+        got = []
+        for b in self.k.blocks:
+            if b is acc.instr.block or b is p0 or cfg.loop_of(b) is not home:
+                continue
+            if not any(ph.boundary(i, level) for i in b.instrs):
+                continue
+            if order.forward_reaches(b, acc.instr.block) and order.forward_reaches(p0, b):
+                got.append(b)
+        self._cache[key] = got
+        return got
+
+    def in_phase(self, acc: Access, t: int, trips, start, level: str) -> list:
+        """Thread ``t`` runs ``acc`` in the phase of ``start``: it passed none
+        of the barriers between (`barrier_blocks_before`) in this trip. A
+        divergent barrier still orders what the threads that reach it do
+        (acceptance convention 3): a race through the way around it is one of
+        the threads that took that way."""
+        z3 = self.z3
+        out = []
+        self.context(trips)
+        for b in self.barrier_blocks_before(acc, start, level):
+            try:
+                pc = self.enc.path_condition(b, t)
+            except Exception:  # noqa: BLE001
+                pc = None
+            if pc is not None:
+                out.append(z3.Not(pc))
+        return out
+
     def geometric(self, lp: Loop, k) -> list:
         """A counter multiplied or divided by 2^s each trip runs fewer than
         width / s trips (a doubling one would wrap to 0, a halving one is 0

@@ -68,6 +68,8 @@ class RaceSearch:
         self.concrete = ConcretePairs(mf)
         self._found: set = set()  # (code, line, other line) of the races found: not asked about again
         self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
+        self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
+        self._level: str | None = None  # the level whose TL201 pairs are being solved
 
     def run(self) -> list[Race]:
         """TL201's races, then TL204's hazards."""
@@ -103,7 +105,10 @@ class RaceSearch:
                             if repr(vec_repr(alt[3])) < repr(vec_repr(key[3])):
                                 key = alt
                         cands[key] = False
+                        self._starts.setdefault((level,) + _pair_id(key), set()).add(start)
+            self._level = level
             out += self._solve_pairs(cands, "TL201", same_warp=same_warp)
+            self._level = None
         # TL204: every access against the copies pending in its phase
         copies = [a for a in self.mf.shared if a.kind == "copy"]
         if copies:
@@ -258,7 +263,7 @@ class RaceSearch:
         rest = []
         for b, vb in kept:
             h = hints.get(id(b), {}).get(vec_repr(vb))
-            if h is not None and h[2]:
+            if h is not None and h[2] and not self._around_barriers(a, va, b, vb):
                 self._kind_vec = vb if a.kind == "copy" else None
                 r = direct_race(self.mf, a, b, h, code, walks, same_thread, self._kind_vec)
                 out.append(r)
@@ -277,6 +282,9 @@ class RaceSearch:
                     continue  # the same dynamic instance
                 after = after_of.get((id(b), vec_repr(vb)))
                 tb, fb, full, ov = self._partner(q, a, ta, fa, b, vb, same_warp, same_thread, after)
+                phase = self._phase_terms(q, a, va, ta, b, vb, tb, same_thread)
+                if phase is not None:
+                    full = z3.And(full, phase)
                 items.append((b, vb, tb, fb, full, ov))
         except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
             log.debug("memory: encoding failed for %s: %r", instr_text(a.instr), e, exc_info=True)
@@ -433,6 +441,9 @@ class RaceSearch:
             b, vb = it[0], it[1]
             tb, fb, full, ov = self._partner(q2, a, ta, fa, b, vb, same_warp, same_thread,
                                              after_of.get((id(b), vec_repr(vb))))  # fmt: skip
+            phase = self._phase_terms(q2, a, va, ta, b, vb, tb, same_thread)
+            if phase is not None:
+                full = q2.z3.And(full, phase)
             v = self.mf.solve(q2, q2.z3.And(*base, full))
         except Exception:  # noqa: BLE001
             return None
@@ -441,6 +452,36 @@ class RaceSearch:
         if v.status != "sat":
             return None
         return q2, ta, fa, (b, vb, tb, fb, full, ov), v.model
+
+    def _around_barriers(self, a: Access, va: Vec, b: Access, vb: Vec) -> bool:
+        """Whether a barrier lies on some way into ``a`` or ``b`` from a phase
+        start of the pair (then which threads took the way around it is for
+        the solver: `_phase_terms`)."""
+        if self._level is None:
+            return False
+        starts = self._starts.get((self._level,) + _pair_id((a, va, b, vb)))
+        if not starts:
+            return False
+        q = self.mf.query()
+        return any(q.barrier_blocks_before(x, s, self._level) for s in starts for x in (a, b))
+
+    def _phase_terms(self, q: Query, a: Access, va: Vec, ta, b: Access, vb: Vec, tb, same_thread):
+        """For a TL201 pair: both threads run their access in one phase the
+        pair was found in, each having passed none of the barriers before it
+        there (`Query.in_phase`); None when no barrier lies on the way."""
+        if self._level is None or same_thread:
+            return None
+        starts = self._starts.get((self._level,) + _pair_id((a, va, b, vb)))
+        if not starts:
+            return None
+        z3 = q.z3
+        ways = []
+        for s in sorted(starts, key=lambda x: -1 if x is None else x.id):
+            terms = q.in_phase(a, 0, ta, s, self._level) + q.in_phase(b, 1, tb, s, self._level)
+            if not terms:
+                return None  # a way in with no barrier on it: nothing to add
+            ways.append(z3.And(*terms))
+        return z3.Or(*ways) if len(ways) > 1 else ways[0]
 
     def _prefer_same_trip(self, q: Query, a: Access, ta: dict, it, base, r: Race, fa, walks, same_thread):
         """A race whose model puts the two accesses at different trips of a
@@ -475,3 +516,9 @@ class RaceSearch:
             x, y = ta[lp], tb[lp]
             expr = z3.Or(y > x, z3.And(y == x, expr))
         return expr
+
+
+def _pair_id(key: tuple) -> tuple:
+    """A pair's key (`normalize`) by identity of its accesses and its trips."""
+    a, va, b, vb = key
+    return (id(a), vec_repr(va), id(b), vec_repr(vb))
