@@ -9,7 +9,7 @@ global memory, `sA[ty][tx] = A[...]`), then reaches a barrier and reads the
 tile back. On a target that copies asynchronously (`cp.async`, sm_80 and
 later) and where two stages of the loop's tiles fit the shared budget beside
 the kernel's other shared memory, the copy of trip k + 1 can overlap the
-math of trip k (tolk-stage `depth` 2). One diagnostic per staged buffer, at
+math of trip k (depth 2). One diagnostic per staged buffer, at
 the line of its copy; `data.depth` is 2 and `data.tile_bytes` the bytes of
 the buffer a second stage doubles. Where the budget holds the depth below 2,
 TL303 is reported instead; on a target without `cp.async` (sm_75) the
@@ -34,14 +34,19 @@ for (int k0 = 0; k0 < K; k0 += TILE) {
 
 ## How to fix
 Double the shared arrays and pipeline the copies (Form A of
-`shared/research/staging.md` §4.5): before the loop copy tile 0 into slot 0
-with `cp.async` and commit; at trip k wait for the group (`cp.async.wait_group
-0`), barrier, issue the copy of tile k + 1 into slot (k + 1) mod 2, commit,
-then compute on slot k mod 2; drain with a last wait after the loop.
+docs/analyses.md#cpasync-pipelines-forms-a-b-and-c): before the loop copy
+tile 0 into slot 0 with `cp.async` and commit; at trip k wait for the group
+(`cp.async.wait_group 0`), barrier, issue the copy of tile k + 1 into slot
+(k + 1) mod 2, commit, then compute on slot k mod 2; drain with a last wait
+after the loop.
 
 ## Fix safety
 The pipeline moves values and never rounds them, so the fixed kernel computes
-the same bits; `tolk-lint fix` (the fixer issue) will rewrite it.
+the same bits. `tolk-lint fix` does not rewrite it yet.
+
+## See also
+docs/analyses.md#tile-copies-tl302-tl303: tile copies, depth, and the cp.async
+pipeline forms.
 """
 
 from tolk_lint.diagnostics import Severity
