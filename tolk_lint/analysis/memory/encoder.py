@@ -2,9 +2,13 @@
 
 `MemoryEncoder` is `smt.Encoder` for the two threads of a pair, seeing
 through redundant PHI webs (`accesses.Canon`), with geometric loop counters
-(``s >>= 1``, ``off *= 2``) in closed form, the loop-carried values of
-nvcc's unrolled copy loops exact, and Numba's integers as the 64-bit
-integers they are.
+(``s >>= 1``, ``off *= 2``) and rotating slots (``(start + k) mod S``) in
+closed form, a counter stepped by a value the launch does not fix as an
+uninterpreted product (`MemoryEncoder._strided`), a counter proved to move
+with another through it (`invariants`), the loop-carried values of nvcc's
+unrolled copy loops exact, ``2 ** e`` as a shift, loads of one word in one
+stretch of code as one value (`load_regions`), and Numba's integers as the
+64-bit integers they are.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ A loop's trip count when its start, step and bound are constants
 (`constant_trip_count`); header PHIs that are an induction variable shifted
 by a constant (`shifted_ivs`: nvcc's unrolled copy loops) or a counter
 multiplied or divided by a power of two each trip (`geometric_counters`:
-``s //= 2``); the multiply-and-shift a compiler divides by a constant with
-(`magic_division`); and the trip period the concrete pass enumerates
-residues over (`trip_period`).
+``s //= 2``) or counting up by one and wrapping to 0 at a constant
+(`ring_counters`: a pipeline's rotating slot); the multiply-and-shift a
+compiler divides by a constant with (`magic_division`); and the trip period
+the concrete pass enumerates residues over (`trip_period`).
 """
 
 from __future__ import annotations
