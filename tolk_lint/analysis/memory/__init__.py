@@ -12,15 +12,19 @@ it):
 
 - `accesses`: every shared or local access (`Access`): its kind, its
   buffer, its footprint; how findings name instructions, buffers and lines.
-- `loops`: loop shapes read off the IR: constant trip counts, shifted and
-  geometric counters, compilers' magic divisions, the trip period.
+- `loops`: loop shapes read off the IR: constant trip counts, shifted,
+  geometric and rotating (ring) counters, compilers' magic divisions, the
+  trip period.
 - `phases`: barrier phases (`Phases`): which accesses a barrier-free stretch
   reaches, at which loop trips relative to its start.
 - `copies`: the cp.async group queue: the phases a copy is still pending in.
 - `order`: program order of two accesses of one thread.
-- `encoder`: the Z3 encoder of the memory queries (two threads).
+- `encoder`: the Z3 encoder of the memory queries (two threads): closed
+  forms of counters, loads of one word that read one value.
 - `query`: one Z3 context per kernel: trips, paths, footprints and bounds of
   accesses as terms; the bit-blasting solver they are asked through.
+- `invariants`: the ranges a loop's header values keep (and counters that
+  move together), proved by induction; assumed by the queries.
 - `evaluator`: the concrete pass's evaluator: a value for every thread of
   the block at once.
 - `core`: `MemoryCore`, what every search over one kernel shares.

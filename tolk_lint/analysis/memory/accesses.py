@@ -46,6 +46,9 @@ class Access:
     index: tuple | None = None  # Python: the index values, one per dimension
     fragment: tuple | None = None  # wmma: (rows, row_bytes, stride Value | None, elem bytes)
     order: int = 0  # position in the kernel's layout (program order tie-break)
+    # every buffer the address may point into (`roots_of`: a pointer chosen
+    # between two arrays, a shared-space kernel parameter); None: unknown
+    roots: frozenset | None = None
 
     @property
     def writes(self) -> bool:
@@ -80,6 +83,8 @@ def pretty_buffer(name: str | None) -> str:
     """``_ZZ14tile_diff_raceE1s`` -> ``s`` (a function-local static)."""
     if not name:
         return "shared memory"
+    if name.startswith("param:"):
+        return name[len("param:"):]  # a shared-space kernel parameter (OpenCL `__local`)
     m = re.fullmatch(r"_ZZ(\d+)(\w+)", name)
     if m:
         n = int(m.group(1))
@@ -169,6 +174,56 @@ def _root(v: Value, canon: Canon, depth: int = 0, seen: set | None = None) -> Va
     return None
 
 
+def roots_of(v: Value, canon: Canon, params: dict, depth: int = 0, seen: set | None = None) -> frozenset | None:
+    """The buffers an address may point into: a static buffer's ADDR, or a
+    kernel parameter in shared space (``.param .u64 .ptr .shared``, as clang
+    emits OpenCL's ``__local`` arguments: each is its own allocation, apart
+    from the others and from the static buffers), through additions,
+    conversions, selects and PHIs (a pointer chosen between two arrays has
+    both). None when some operand leads elsewhere."""
+    if depth > 64:
+        return None
+    v = canon(v)
+    d = v.defn
+    if d is None:
+        return None
+    if d.op is O.ADDR:
+        b = d.attrs.get("buffer")
+        return frozenset({b}) if isinstance(b, str) else None
+    if d.op is O.PARAM:
+        p = params.get(d.attrs.get("name"))
+        return frozenset({f"param:{p.name}"}) if p is not None and p.space == "shared" else None
+    ops = None
+    if d.op in (O.ADD, O.SUB) and d.args:
+        # an address plus offsets: the operands that are addresses
+        parts = [roots_of(a, canon, params, depth + 1, seen) for a in (d.args if d.op is O.ADD else d.args[:1])]
+        known = [r for r in parts if r is not None]
+        if len(known) != 1:
+            return None
+        return known[0]
+    if d.op is O.MAD and len(d.args) == 3:
+        ops = [d.args[2]]
+    elif d.op is O.CVT and d.args:
+        ops = [d.args[0]]
+    elif d.op is O.SELECT and len(d.args) == 3:
+        ops = [d.args[1], d.args[2]]
+    elif d.op is O.PHI:
+        seen = set() if seen is None else seen
+        if v in seen:
+            return frozenset()  # around a loop: what comes in from outside decides
+        seen.add(v)
+        ops = [a for a in d.args if canon(a) is not v]
+    if not ops:
+        return None
+    out: set = set()
+    for a in ops:
+        r = roots_of(a, canon, params, depth + 1, seen)
+        if r is None:
+            return None
+        out |= r
+    return frozenset(out)
+
+
 def _space(ins: Instr) -> str:
     sp = ins.attrs.get("space")
     if ins.op is O.CP_ASYNC:
@@ -192,6 +247,7 @@ def collect_accesses(kernel: Kernel, canon: Canon | None = None) -> list[Access]
     for ins in kernel.instrs():
         if ins.op is O.ADDR and ins.attrs.get("buffer") not in addr_values:
             addr_values[ins.attrs.get("buffer")] = ins.result
+    params = {p.name: p for p in kernel.params}
     out: list[Access] = []
     order = 0
     for b in kernel.blocks:
@@ -213,9 +269,18 @@ def collect_accesses(kernel: Kernel, canon: Canon | None = None) -> list[Access]
                 if r is not None:
                     name = r.defn.attrs.get("buffer")
                     base = r
+            roots = frozenset({name}) if name is not None else roots_of(ins.args[0], canon, params)
+            if roots is not None and not roots:
+                roots = None
+            if name is None and roots is not None and len(roots) == 1:
+                (only,) = roots
+                if only.startswith("param:"):
+                    name = only  # a shared-space parameter: its own buffer, of unknown size
             buf = kernel.buffers.get(name) if name else None
             if buf is not None and space in ("generic", ""):
                 space = buf.space
+            elif isinstance(name, str) and name.startswith("param:") and space in ("generic", ""):
+                space = "shared"
             if space not in ("shared", "local"):
                 continue
             if buf is not None and buf.space not in ("shared", "local"):
@@ -244,7 +309,8 @@ def collect_accesses(kernel: Kernel, canon: Canon | None = None) -> list[Access]
             index = ins.attrs.get("index") if kernel.language == "python" else None
             if not isinstance(index, tuple) or not all(isinstance(x, Value) for x in index):
                 index = None
-            out.append(Access(ins, kind, space, name, buf, ins.args[0], base, width, elem, index, fragment, order))
+            out.append(Access(ins, kind, space, name, buf, ins.args[0], base, width, elem, index, fragment, order,
+                              roots))  # fmt: skip
     return out
 
 

@@ -61,12 +61,24 @@ def find_bank_conflicts(mf: MemoryCore) -> list[BankConflict]:
             continue
         # the first trip residue of the loops around the access, the
         # evaluator TL202 uses there too (with the warp level's facts)
-        ev = mf.evaluator(tuple((lp, ("free", 0, "o")) for lp in mf.phases.loops(ins.block)), mf.warp_info)
+        loops = mf.phases.loops(ins.block)
+        ev = mf.evaluator(tuple((lp, ("free", 0, "o")) for lp in loops), mf.warp_info)
         nwarps = -(-ev.n // 32)
         try:
-            s, c = addr_terms(ev, acc)
+            _sym, c = addr_terms(ev, acc)
         except Unevaluable:
             continue
+        if loops and not ev.decided(ins.block):
+            # a guard that depends on the trip (``while (i < 4)``, i = tid +
+            # 32 k) is not told at a trip residue, and every lane would count:
+            # judge the first trip instead, where it is
+            ev0 = mf.evaluator(tuple((lp, ("abs", 0)) for lp in loops), mf.warp_info)
+            try:
+                _sym0, c0 = addr_terms(ev0, acc)
+                if ev0.decided(ins.block):
+                    ev, c = ev0, c0
+            except Unevaluable:
+                pass
         if isinstance(c, int):
             continue  # one address for the whole warp: a broadcast
         act = ev.active(acc.instr.block)

@@ -65,38 +65,11 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
             # one context for every access: each trip is a free variable
             # of its loop (tag "o"), the same in every question asked here
             if q is None:
-                q = Query(mf)
-            vec = mf.phases.vec0(acc.instr.block)
-            tr = q.trip_exprs(acc, tuple((lp, "free", 0) for lp, _k, _n in vec), "o")
-            q.context(tr)
-            python = mf.k.language == "python"
-            if python and acc.index is not None and len(acc.index) == len(buf.shape) and all(buf.shape):
-                terms = []
-                idx_vals = []
-                for x, dim in zip(acc.index, buf.shape):
-                    e = q.enc.fit(q.enc.enc(x, 0), 64, True)
-                    idx_vals.append(e)
-                    terms.append(z3.Or(e < -dim, e >= dim))
-                bad = z3.Or(*terms)
-                detail_vals = idx_vals
-            else:
-                nbytes = buf.bytes
-                if nbytes is None or acc.base is None:
-                    continue
-                start, width = q.footprint(acc, 0, tr)
-                W = start.size()
-                if python:
-                    base = q.enc.fit(q.enc.enc(acc.base, 0), W, False)
-                else:
-                    base = q.enc.fit(q.enc._bv(q.enc.enc(acc.base, 0)), W, False)
-                off = start - base
-                if not isinstance(width, int):
-                    width = q.enc.fit(width, W)
-                if isinstance(width, int):
-                    bad = z3.BoolVal(True) if width > nbytes else z3.UGT(off, nbytes - width)
-                else:
-                    bad = z3.Or(z3.UGT(width, nbytes), z3.UGT(off, z3.BitVecVal(nbytes, W) - width))
-                detail_vals = [off]
+                q = Query(mf)  # its own: the race search's has other trip symbols
+            got = _question(mf, q, acc)
+            if got is None:
+                continue
+            tr, bad, detail_vals = got
             v = None
             if conc is None and mf.solve(q, bad).status == "unsat":
                 continue  # in bounds whatever the path (its conditions are not even encoded)
@@ -108,6 +81,17 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
                     v = None
             if v is None:
                 v = mf.solve(q, z3.And(*cond, bad))
+            if v.status == "sat" and q.enc.used_strides:
+                # found over counters whose products were abstracted: ask again
+                # with them exact (a model there is a real witness; none, in bounds)
+                qx = mf.query(exact=True)
+                gx = _question(mf, qx, acc)
+                vx = mf.solve(qx, z3.And(*qx.conditions(acc, 0, gx[0]), gx[1])) if gx is not None else None
+                if vx is not None and vx.status == "unsat":
+                    continue
+                if vx is not None and vx.status == "sat":
+                    q, v = qx, vx
+                    tr, bad, detail_vals = gx
         except Exception as e:  # noqa: BLE001
             log.debug("memory: bounds query failed: %r", e, exc_info=True)
             continue
@@ -151,6 +135,43 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         w["description"] = desc
         out.append(OutOfBounds(acc, w, detail, assumed, "sat", goal))
     return out
+
+
+def _question(mf: MemoryCore, q: Query, acc: Access):
+    """(trips, "it leaves the array", the values a finding reports) of
+    ``acc`` in ``q``, each trip a free variable of its loop (tag "o", the
+    same in every question a context is asked); None when it has no size."""
+    z3 = q.z3
+    buf = acc.buffer
+    vec = mf.phases.vec0(acc.instr.block)
+    tr = q.trip_exprs(acc, tuple((lp, "free", 0) for lp, _k, _n in vec), "o")
+    q.context(tr)
+    python = mf.k.language == "python"
+    if python and acc.index is not None and len(acc.index) == len(buf.shape) and all(buf.shape):
+        terms = []
+        idx_vals = []
+        for x, dim in zip(acc.index, buf.shape):
+            e = q.enc.fit(q.enc.enc(x, 0), 64, True)
+            idx_vals.append(e)
+            terms.append(z3.Or(e < -dim, e >= dim))
+        return tr, z3.Or(*terms), idx_vals
+    nbytes = buf.bytes
+    if nbytes is None or acc.base is None:
+        return None
+    start, width = q.footprint(acc, 0, tr)
+    W = start.size()
+    if python:
+        base = q.enc.fit(q.enc.enc(acc.base, 0), W, False)
+    else:
+        base = q.enc.fit(q.enc._bv(q.enc.enc(acc.base, 0)), W, False)
+    off = start - base
+    if not isinstance(width, int):
+        width = q.enc.fit(width, W)
+    if isinstance(width, int):
+        bad = z3.BoolVal(True) if width > nbytes else z3.UGT(off, nbytes - width)
+    else:
+        bad = z3.Or(z3.UGT(width, nbytes), z3.UGT(off, z3.BitVecVal(nbytes, W) - width))
+    return tr, bad, [off]
 
 
 def _concrete_verdict(mf: MemoryCore, acc: Access):

@@ -15,7 +15,14 @@ from typing import Any
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import Canon, collect_accesses
 from tolk_lint.analysis.memory.evaluator import ThreadEval
-from tolk_lint.analysis.memory.loops import constant_trip_count, geometric_counters, shifted_ivs, trip_period
+from tolk_lint.analysis.memory.invariants import LoopInvariants
+from tolk_lint.analysis.memory.loops import (
+    constant_trip_count,
+    geometric_counters,
+    ring_counters,
+    shifted_ivs,
+    trip_period,
+)
 from tolk_lint.analysis.memory.order import ProgramOrder
 from tolk_lint.analysis.memory.phases import Phases
 from tolk_lint.analysis.memory.query import Query, solve_bv
@@ -55,8 +62,11 @@ class MemoryCore:
         self._evals: dict[tuple, ThreadEval] = {}
         self._same: dict[int, bool] = {}  # `_same_facts`, by id of the facts
         self._q: Query | None = None
+        self._q_exact: Query | None = None
         self.order = ProgramOrder(kernel, self.cfg)
         self.geo = geometric_counters(kernel, self.canon)
+        self.rings = ring_counters(kernel, self.canon)  # rotating slots: (start + k) mod S
+        self.invariants = LoopInvariants(self)  # facts of the loops' header values, proved on first use
         self._const_trips: dict[Loop, int | None] = {}
         self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()
                          if i.op is O.SPECIAL and i.attrs.get("name", "").startswith(("tid.", "ntid."))}  # fmt: skip
@@ -150,8 +160,14 @@ class MemoryCore:
         count = self._const_trips[lp] = constant_trip_count(self.cfg, lp)
         return count
 
-    def query(self) -> Query:
-        """The kernel's one Z3 context (encoder, memo, trip symbols)."""
+    def query(self, exact: bool = False) -> Query:
+        """The kernel's one Z3 context (encoder, memo, trip symbols); with
+        ``exact``, a second one whose counters' products are not abstracted
+        (`MemoryEncoder._strided`), to confirm what the first found."""
+        if exact:
+            if self._q_exact is None:
+                self._q_exact = Query(self, exact=True)
+            return self._q_exact
         if self._q is None:
             self._q = Query(self)
         return self._q

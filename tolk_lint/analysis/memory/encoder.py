@@ -2,18 +2,23 @@
 
 `MemoryEncoder` is `smt.Encoder` for the two threads of a pair, seeing
 through redundant PHI webs (`accesses.Canon`), with geometric loop counters
-(``s >>= 1``, ``off *= 2``) in closed form, the loop-carried values of
-nvcc's unrolled copy loops exact, and Numba's integers as the 64-bit
-integers they are.
+(``s >>= 1``, ``off *= 2``) and rotating slots (``(start + k) mod S``) in
+closed form, a counter stepped by a value the launch does not fix as an
+uninterpreted product (`MemoryEncoder._strided`), a counter proved to move
+with another through it (`invariants`), the loop-carried values of nvcc's
+unrolled copy loops exact, ``2 ** e`` as a shift, loads of one word in one
+stretch of code as one value (`load_regions`), and Numba's integers as the
+64-bit integers they are.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
-from tolk_lint.ir.cfg import Loop
-from tolk_lint.ir.nodes import Instr, Value, is_float
+from tolk_lint.analysis.buffers import space_of
+from tolk_lint.ir.cfg import Loop, cfg_of
+from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -28,6 +33,11 @@ class MemoryEncoder(smt.Encoder):
 
     canon: Canon | None = None
     geo: dict | None = None
+    rings: dict | None = None  # `loops.ring_counters`: header PHI -> (start, S)
+    invariants: Any = None  # `invariants.LoopInvariants`: facts of a loop's header values at any trip
+    state: dict | None = None  # header PHI -> a free symbol: the values at some trip (an induction step)
+    exact_products: bool = False  # counters with a symbolic step as real products (`_strided`)
+    used_strides: bool = False  # some counter's product was abstracted
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -35,6 +45,29 @@ class MemoryEncoder(smt.Encoder):
             self._trip_width = 64
         # header PHI -> its `_carry_plan` (kept out of `memo`, whose size names the UFs)
         self._carry_plans: dict[Value, tuple | None] = {}
+
+    # A load of shared or local memory the analysis cannot call stable is a
+    # free value per load: two loads of one word in one thread, with nothing
+    # between them that writes memory or lets another thread's write be seen
+    # (a store, a barrier, a warp sync, a fence, a call, a wait for copies),
+    # read one value, as the solver is told here (one function of the address
+    # per such stretch and thread, `load_regions`): ``if (buf[y][x] == U &&
+    # buf[y][k] != U)`` cannot hold at k == x. A write by another thread
+    # between the two would be a race of its own, reported as such.
+    def _encode_one(self, v: Value, t: int):
+        d = v.defn
+        if d is not None and d.op is O.LOAD and d.args and self.nodes <= smt.MAX_NODES \
+                and not (self.info is not None and v in self.info.proved_values):  # fmt: skip
+            region = load_regions(self.k).get(d)
+            if region is not None and not self._stable_load(d):
+                self.nodes += 1
+                z3 = self.z3
+                addr = self._bv(self.enc(d.args[0], t))
+                if v.index:
+                    addr = addr + z3.BitVecVal(v.index * max(1, type_bits(v.type) // 8), addr.size())
+                extra = [self.fit(self.trips[lp][t], 64) for lp in self.cfg.loops_around(d.block) if lp in self.trips]
+                return self.uf(f"seen_{region}_{v.type}_t{t}", [addr] + extra, self.sort(v.type))
+        return super()._encode_one(v, t)
 
     def width(self, t: str) -> int:
         # Numba's integers are int64 and wrap: the memory queries use 64 bits
@@ -76,11 +109,46 @@ class MemoryEncoder(smt.Encoder):
                     O.SHR: lambda: a >> b}[d.op]()  # fmt: skip
         if self.python and d.op is O.CVT and d.args and not is_float(v.type) and self._int_float(d.args[0]):
             return self.fit(self.enc(d.args[0], t), self.width(v.type), True)
+        got = self._power_of_two(d, v, t)
+        if got is not None:
+            return got
         return super()._arith(d, v, t)
 
+    def _power_of_two(self, d: Instr, v: Value, t: int):
+        """``2 ** e`` (``4 ** e``...) of integers: a shift by ``e`` (times
+        the base's bits) while that fits the width; otherwise (a negative or
+        too large exponent) the pure function it was."""
+        if d.op is not O.PURE or d.attrs.get("fn") != "pow" or len(d.args) != 2 or is_float(v.type) \
+                or any(is_float(a.type) for a in d.args):  # fmt: skip
+            return None
+        bd = d.args[0].defn
+        base = bd.attrs.get("value") if bd is not None and bd.op is O.CONST else None
+        if not isinstance(base, int) or isinstance(base, bool) or base < 2 or base & (base - 1):
+            return None
+        z3 = self.z3
+        w = self.width(v.type)
+        bits = base.bit_length() - 1
+        e = self.fit(self._bv(self.enc(d.args[1], t)), w, True)
+        amount = e * bits
+        other = super()._arith(d, v, t)
+        return z3.If(z3.And(e >= 0, e < (w - 1) // bits), z3.BitVecVal(1, w) << amount, other)
+
     def _header_phi(self, lp, d, v, t):
+        if self.state is not None and v in self.state:
+            return self.state[v]
+        ring = (self.rings or {}).get(v)
+        if ring is not None:
+            got = self._ring(lp, d, v, t, ring)
+            if got is not None:
+                return got
         g = (self.geo or {}).get(v)
         if g is None:
+            got = self._moves_with(lp, v, t)
+            if got is not None:
+                return got
+            got = self._strided(lp, v, t)
+            if got is not None:
+                return got
             got = self._carried(lp, d, v, t)
             if got is not None:
                 return got
@@ -102,6 +170,93 @@ class MemoryEncoder(smt.Encoder):
             return start >> n
         # C division by 2^n rounds toward zero
         return z3.If(start >= 0, start >> n, -((-start) >> n))
+
+    def _constrain_exit_trip(self, lp: Loop, t: int, T) -> None:
+        # the loop's proved invariants hold at its exit trip, once the thread entered it
+        super()._constrain_exit_trip(lp, t, T)
+        if self.invariants is None or not self.invariants.facts(lp):
+            return
+        entered = self.loop_entry_condition(lp, t)
+        terms = self.invariants.terms(self, lp, t, T)
+        if entered is not None and terms:
+            self.constraints.append(self.z3.Implies(entered, self.z3.And(*terms)))
+
+    def _ring(self, lp: Loop, d: Instr, v: Value, t: int, ring):
+        """A rotating slot (`loops.ring_counters`) at trip k: ``(start + k)
+        mod S`` from a start in [0, S); from another start, what the base
+        encoding gives (a free function of the trip)."""
+        z3 = self.z3
+        start_v, S = ring
+        start = self.enc(start_v, t)
+        if z3.is_bool(start):
+            return None
+        w = start.size()
+        # in 30 bits: a trip is below 2^28, and so the start plus the trip
+        # (a narrow division is far cheaper for the solver than a 64-bit one)
+        trip = self.fit(self.trip_of(lp, t), 64)
+        start30 = self.fit(z3.Extract(min(w, 30) - 1, 0, start), 30)
+        anchor, n = _anchored(z3, trip)
+        if anchor is None:
+            closed = z3.URem(start30 + z3.Extract(29, 0, trip), z3.BitVecVal(S, 30))
+        else:
+            # a trip relative to a phase's anchor (``s + n``): one residue of the
+            # anchor, then n more steps of a small counter, so that two trips of
+            # one phase compare without a division
+            key = ("ring_anchor", v, t, anchor.get_id())
+            rho = self.memo.get(key)
+            if rho is None:
+                rho = self.memo[key] = self.fresh(f"ring_{v.name}", "b32", t)
+                rho = self.memo[key] = z3.Extract(29, 0, rho)
+                self.constraints.append(rho == z3.URem(start30 + z3.Extract(29, 0, anchor), z3.BitVecVal(S, 30)))
+            x = rho + z3.BitVecVal(n % S, 30)
+            closed = z3.If(z3.UGE(x, S), x - S, x)
+        return z3.If(z3.ULT(start, z3.BitVecVal(S, w)), self.fit(closed, w), super()._header_phi(lp, d, v, t))
+
+    def _moves_with(self, lp: Loop, v: Value, t: int):
+        """A counter proved to move with another (`invariants.Fact` with
+        ``other``: ``q - c * p`` keeps its start value, as a compiler's byte
+        offset beside the element counter it was strength-reduced from) is
+        that closed form: one product fewer, and ``q`` is bounded wherever
+        ``p`` is. The relation holds at every trip the header is reached."""
+        if self.invariants is None or self.state is not None:
+            return None
+        f = self.invariants.relation(lp, v)
+        if f is None:
+            return None
+        z3 = self.z3
+        x0 = self._bv(self.enc(f.bound, t))
+        w = x0.size()
+        y = self.fit(self._bv(self.enc(f.other, t)), w, f.signed)
+        y0 = self.fit(self._bv(self.enc(f.other_start, t)), w, f.signed)
+        c = z3.BitVecVal(f.scale % (1 << w), w)
+        return x0 + c * (y - y0)
+
+    def _strided(self, lp: Loop, v: Value, t: int):
+        """A counter whose step is a loop-invariant value the launch does not
+        fix (``i += blockDim.x`` with no block given): ``start + S * k`` is a
+        product of two unknowns, which the bit-blasting solver finds costly to
+        reason through (two threads' counters meeting is a question about
+        multiples of S). The product is an uninterpreted function of (S, k)
+        instead: one value for one step and trip, 0 at trip 0, and otherwise
+        only what the loop's facts say (`Query.strided`: it moves one per
+        trip; it keeps its thread's residue; the proved invariants). Every
+        real run is still a model."""
+        iv = next((x for x in lp.ivs if x.phi is v and x.step is None and x.step_value is not None), None)
+        if iv is None or self.exact_products or self.nodes > smt.MAX_NODES:
+            return None
+        z3 = self.z3
+        start = self.enc(iv.start, t)
+        sv = self.enc(iv.step_value, t)
+        if z3.is_bool(start) or z3.is_bool(sv):
+            return None
+        w = start.size()
+        step = self.fit(sv, w, is_signed(iv.step_value.type))
+        if z3.is_bv_value(z3.simplify(step)):
+            return None  # a constant step: the product is linear
+        trip = self.fit(self.trip_of(lp, t), w)
+        moved = self.uf(f"stride_{w}", [step, trip], z3.BitVecSort(w))
+        self.used_strides = True
+        return z3.If(trip == 0, start, start - moved if iv.negated else start + moved)
 
     # A header PHI that is no induction variable, but whose value along the
     # back edge is computed from values of the trip that do not lead back to
@@ -215,3 +370,54 @@ class MemoryEncoder(smt.Encoder):
                                  and b.terminator.op is O.BRANCH and b.terminator.args]  # fmt: skip
                     stack.extend(conds)
         return out
+
+
+# what ends a stretch of loads that see one memory (`MemoryEncoder._encode_one`)
+_SEES_NEW = frozenset({O.STORE, O.ATOMIC, O.CP_ASYNC, O.CP_ASYNC_WAIT, O.WMMA_STORE, O.STMATRIX, O.BARRIER,
+                       O.WARP_SYNC, O.FENCE, O.CALL, O.OPAQUE})  # fmt: skip
+
+
+def load_regions(kernel: Kernel) -> dict[Instr, str]:
+    """Each shared or local load -> its stretch: the straight run of code
+    (blocks joined where a block's one predecessor leads into it, at one
+    loop depth, never through a loop header) with no instruction of
+    `_SEES_NEW` between. Loads of one stretch at one address read one value."""
+    return kernel.cached("memory_load_regions", _load_regions)
+
+
+def _load_regions(kernel: Kernel) -> dict[Instr, str]:
+    cfg = cfg_of(kernel)
+    out: dict[Instr, str] = {}
+    end: dict = {}
+    headers = {lp.header for lp in cfg.loops}
+    for b in sorted(kernel.blocks, key=lambda x: cfg.order.get(x, len(cfg.order))):
+        preds = b.preds
+        if len(preds) == 1 and preds[0] in end and b not in headers \
+                and cfg.loops_around(preds[0]) == cfg.loops_around(b):  # fmt: skip
+            cur = end[preds[0]]
+        else:
+            cur = f"{b.id}_0"
+        for i, ins in enumerate(b.instrs):
+            if ins.op in _SEES_NEW:
+                cur = f"{b.id}_{i + 1}"
+            elif ins.op is O.LOAD and not ins.attrs.get("volatile") and space_of(ins) in ("shared", "local"):
+                out[ins] = cur
+        end[b] = cur
+    return out
+
+
+def _anchored(z3, trip):
+    """(symbol, n) when ``trip`` is a symbol plus a constant (a trip relative
+    to a phase's anchor), else (None, 0)."""
+    e = z3.simplify(trip)
+    if z3.is_const(e) and not z3.is_bv_value(e):
+        return e, 0
+    if z3.is_app_of(e, z3.Z3_OP_BADD) and e.num_args() == 2:
+        a, b = e.arg(0), e.arg(1)
+        for x, y in ((a, b), (b, a)):
+            if z3.is_bv_value(y) and z3.is_const(x) and not z3.is_bv_value(x):
+                n = y.as_long()
+                if n >= 1 << 63:
+                    n -= 1 << 64
+                return x, n
+    return None, 0

@@ -559,6 +559,7 @@ class ThreadEval:
         cfg = self.cfg
         act: list[bool] | None = None
         exact = True
+        decided = True  # every controlling branch's way known per thread (`decided`)
         seen = set()
         stack = [block]
         while stack:
@@ -572,8 +573,16 @@ class ThreadEval:
                 if term is None or term.op is not O.BRANCH or not term.args:
                     continue
                 if any(any(s2 not in lp.blocks for s2 in dblk.succs) for lp in cfg.loops_around(dblk)):
+                    # A loop exit. One taken before the block in the same trip
+                    # (``if (tid >= 2) break;``, ``while (i < 4)``, its way on
+                    # into the loop a forward edge) keeps the threads it sends
+                    # out from the block at this trip; those that left at an
+                    # earlier trip are not known, so the threads are no longer
+                    # exact. A latch's test decides the next trip, not this one.
                     exact = False
-                    continue  # a loop exit: decided per trip
+                    order = cfg.order
+                    if any(order.get(s2, -1) <= order.get(dblk, -1) for s2 in dblk.succs):
+                        continue
                 tt, ff = term.targets()
                 rt = block is tt or self.mf.order.forward_reaches(tt, block)
                 rf = block is ff or self.mf.order.forward_reaches(ff, block)
@@ -582,23 +591,55 @@ class ThreadEval:
                         exact = False
                     continue
                 need = rt
-                try:
-                    s, c = self.ev(term.args[0])
-                except Unevaluable:
-                    exact = False
+                vals = self.truth(term.args[0])
+                if vals is None:
+                    exact = decided = False
                     continue
-                if s:
-                    exact = False
-                    continue
-                if isinstance(c, int):
-                    if bool(c) != need:
-                        act = [False] * self.n
-                    continue
-                cur = [bool(x) == need for x in c]
+                if any(x is None for x in vals):
+                    exact = decided = False  # some threads' way is not known: they may run it
+                cur = [x is None or x == need for x in vals]
                 act = cur if act is None else [a and b for a, b in zip(act, cur)]
         got = (act, exact)
         self.memo[key] = got
+        self.memo[("decided", block)] = decided
         return got
+
+    def decided(self, block: Block) -> bool:
+        """Whether each branch ``block`` depends on was told per thread (no
+        thread may run it only because a condition was not known here)."""
+        self.activity(block)
+        return self.memo[("decided", block)]
+
+
+    def truth(self, v: Value, depth: int = 0) -> list | None:
+        """A condition's value in each thread: True, False, or None where it
+        is not known (a uniform unknown); through and/or/not of predicates, so
+        ``tid > 1 || n < 1`` is known true for the threads with tid > 1.
+        None when nothing is known."""
+        try:
+            s, c = self.ev(v)
+            if not s:
+                return [bool(c)] * self.n if isinstance(c, int) else [bool(x) for x in c]
+        except Unevaluable:
+            pass
+        d = self.mf.canon(v).defn
+        if d is None or v.type != "pred" or depth > 8 or d.op not in (O.AND, O.OR, O.NOT, O.XOR):
+            return None
+        parts = [self.truth(a, depth + 1) for a in d.args]
+        if any(p is None for p in parts) and d.op in (O.NOT, O.XOR):
+            return None
+        parts = [p if p is not None else [None] * self.n for p in parts]
+        if d.op is O.NOT:
+            return [None if x is None else not x for x in parts[0]]
+        if d.op is O.XOR:
+            return [None if a is None or b is None else a != b for a, b in zip(*parts)]
+        out = []
+        for xs in zip(*parts):
+            if d.op is O.AND:
+                out.append(False if any(x is False for x in xs) else (True if all(x is True for x in xs) else None))
+            else:
+                out.append(True if any(x is True for x in xs) else (False if all(x is False for x in xs) else None))
+        return out if any(x is not None for x in out) else None
 
 
 def addr_terms(ev: ThreadEval, acc: Access):

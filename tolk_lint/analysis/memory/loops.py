@@ -4,9 +4,10 @@ A loop's trip count when its start, step and bound are constants
 (`constant_trip_count`); header PHIs that are an induction variable shifted
 by a constant (`shifted_ivs`: nvcc's unrolled copy loops) or a counter
 multiplied or divided by a power of two each trip (`geometric_counters`:
-``s //= 2``); the multiply-and-shift a compiler divides by a constant with
-(`magic_division`); and the trip period the concrete pass enumerates
-residues over (`trip_period`).
+``s //= 2``) or counting up by one and wrapping to 0 at a constant
+(`ring_counters`: a pipeline's rotating slot); the multiply-and-shift a
+compiler divides by a constant with (`magic_division`); and the trip period
+the concrete pass enumerates residues over (`trip_period`).
 """
 
 from __future__ import annotations
@@ -180,6 +181,108 @@ def geometric_counters(kernel: Kernel, canon: Canon) -> dict:
     return out
 
 
+def ring_counters(kernel: Kernel, canon: Canon) -> dict:
+    """Header PHIs that count up by one and wrap to 0 at a constant S (a
+    pipeline's rotating slot: ``x = x + 1 < S ? x + 1 : 0``, ``x + 1 == S ?
+    0 : x + 1``, ``(x + 1) % S``): phi -> (start, S). From a start in [0, S)
+    such a counter is ``(start + k) mod S`` at trip k."""
+    out = {}
+    cfg = cfg_of(kernel)
+    for lp in cfg.loops:
+        ivs = {iv.phi for iv in lp.ivs}
+        for phi in lp.header.phis():
+            v = phi.result
+            if v in ivs:
+                continue
+            outside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p not in lp.blocks}
+            inside = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks}
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            S = _wraps_at(next(iter(inside)), v, canon) or _wraps_at_join(cfg, lp, next(iter(inside)), v, canon)
+            if S is not None:
+                out[v] = (next(iter(outside)), S)
+    return out
+
+
+def _plus_one(x: Value, v: Value, canon) -> bool:
+    d = canon(x).defn
+    return d is not None and d.op is O.ADD and len(d.args) == 2 and (
+        (canon(d.args[0]) is v and const_int(d.args[1]) == 1) or (canon(d.args[1]) is v and const_int(d.args[0]) == 1))
+
+
+def _wraps_at(nxt: Value, v: Value, canon) -> int | None:
+    """S when ``nxt`` is ``v + 1`` wrapped to 0 at S (see `ring_counters`)."""
+    d = nxt.defn
+    if d is None:
+        return None
+    if d.op is O.REM and len(d.args) == 2 and _plus_one(d.args[0], v, canon):
+        S = const_int(d.args[1])
+        return S if S is not None and S >= 2 else None
+    if d.op is not O.SELECT or len(d.args) != 3:
+        return None
+    c, a, b = d.args
+    cd = canon(c).defn
+    if cd is None or cd.op is not O.CMP or len(cd.args) != 2:
+        return None
+    x, y = cd.args
+    cmp = cd.attrs.get("cmp", "")
+    flip = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "lo": "hi", "hi": "lo", "ls": "hs", "hs": "ls"}
+    if not _plus_one(x, v, canon):
+        x, y, cmp = y, x, flip.get(cmp, cmp)
+    S = const_int(y)
+    if S is None or S < 2 or not _plus_one(x, v, canon):
+        return None
+    zero_a, zero_b = const_int(a) == 0, const_int(b) == 0
+    # the select keeps x + 1 while x + 1 < S, and gives 0 once it reaches S
+    keeps = {"lt": True, "lo": True, "ne": True, "eq": False, "ge": False, "hs": False}.get(cmp)
+    if keeps is None:
+        return None
+    if keeps and _plus_one(a, v, canon) and zero_b:
+        return S
+    if not keeps and zero_a and _plus_one(b, v, canon):
+        return S
+    return None
+
+
+def _wraps_at_join(cfg, lp, nxt: Value, v: Value, canon) -> int | None:
+    """S when ``nxt`` is a PHI of 0 and ``v + 1`` at the join of a branch on
+    ``v + 1 == S`` (``!=``, ``>=``), 0 arriving the way the wrap is taken
+    (``slot += 1; if slot == S: slot = 0`` in Python)."""
+    d = nxt.defn
+    if d is None or d.op is not O.PHI or len(d.args) != 2 or d.block not in lp.blocks or d.block is lp.header:
+        return None
+    J = d.block
+    D = cfg.idom.get(J)
+    t = D.terminator if D is not None else None
+    if t is None or t.op is not O.BRANCH or not t.args:
+        return None
+    cd = canon(t.args[0]).defn
+    if cd is None or cd.op is not O.CMP or len(cd.args) != 2:
+        return None
+    x, y = cd.args
+    if not _plus_one(x, v, canon):
+        x, y = y, x
+    S = const_int(y)
+    cmp = cd.attrs.get("cmp", "")
+    if S is None or S < 2 or not _plus_one(x, v, canon) or cmp not in ("eq", "ne", "ge", "hs"):
+        return None
+    tt, ff = t.targets()
+    wrap_edge = tt if cmp in ("eq", "ge", "hs") else ff  # the way taken once x + 1 reaches S
+
+    def via(p, succ) -> bool:
+        return p is D and succ is J or succ is p or cfg.dominates(succ, p)
+
+    vals = dict(zip(J.preds, d.args))
+    zero = [p for p, a in vals.items() if const_int(a) == 0]
+    step = [p for p, a in vals.items() if _plus_one(a, v, canon)]
+    if len(zero) != 1 or len(step) != 1:
+        return None
+    keep_edge = ff if wrap_edge is tt else tt
+    if via(zero[0], wrap_edge) and via(step[0], keep_edge):
+        return S
+    return None
+
+
 def trip_period(kernel: Kernel, cap: int = 48) -> int:
     """The trip period the concrete pass enumerates: the lcm of the small
     masks, moduli and shifts the kernel applies (``k & 1``, ``k % 3``)."""
@@ -214,6 +317,9 @@ def trip_period(kernel: Kernel, cap: int = 48) -> int:
             cands.add(c)
         elif ins.op is O.SHR and 1 <= c <= 4:
             cands.add(1 << c)
+    for _phi, (_start, S) in ring_counters(kernel, lambda v: v).items():
+        if 2 <= S <= 16:
+            cands.add(S)
     p = 1
     for c in sorted(cands):
         q = p * c // math.gcd(p, c)

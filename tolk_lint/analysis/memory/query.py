@@ -19,7 +19,7 @@ from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
 from tolk_lint.analysis.memory.loops import inside_successor
 from tolk_lint.ir.cfg import Loop
-from tolk_lint.ir.nodes import Block
+from tolk_lint.ir.nodes import Block, is_signed
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -37,12 +37,15 @@ class Query:
     """One Z3 context: one access of thread 0 against partners of thread 1
     (or of thread 0 itself)."""
 
-    def __init__(self, mf: MemoryCore):
+    def __init__(self, mf: MemoryCore, exact: bool = False):
         self.mf = mf
         self.k = mf.k
         self.enc = MemoryEncoder(self.k, mf.info, "workgroup", point=None)
+        self.enc.exact_products = exact
         self.enc.canon = mf.canon
         self.enc.geo = mf.geo
+        self.enc.rings = mf.rings
+        self.enc.invariants = mf.invariants
         self.z3 = self.enc.z3
         self.anchors: dict[Loop, Any] = {}
         self._free_names: set[str] = set()
@@ -188,7 +191,8 @@ class Query:
         for lp, k in trips.items():
             if lp in inside:
                 continue
-            out += [k >= 0, k < TRIP_BOUND] + self.geometric(lp, k)
+            out += [k >= 0, k < TRIP_BOUND] + self.counted(lp, t, k, acc.instr.block)
+            out += self.loop_facts(lp, t, k)
             try:
                 here = enc.exits_at(lp, t, k)
                 prev = enc.exits_at(lp, t, k - 1)
@@ -209,7 +213,56 @@ class Query:
             if prev is not None:
                 out.append(z3.Or(k == 0, z3.Not(prev)))
             out += self.counted(lp, t, k, acc.instr.block)
+            out += self.loop_facts(lp, t, k)
         out += self.reach(acc.instr.block, t)
+        return out
+
+    def loop_facts(self, lp: Loop, t: int, k) -> list:
+        """The proved invariants of ``lp``'s header values (`invariants`) at trip ``k`` of thread ``t``."""
+        inv = self.mf.invariants
+        return inv.terms(self.enc, lp, t, k) if inv is not None else []
+
+    def barrier_blocks_before(self, acc: Access, start, level: str) -> list[Block]:
+        """The blocks holding a boundary (at ``level``) that a thread may pass
+        on its way from the phase start ``start`` (None: the entry) to
+        ``acc`` within one trip of ``acc``'s innermost loop: a thread that
+        passes one is in a later phase when it runs ``acc``."""
+        ph = self.mf.phases
+        order = self.mf.order
+        cfg = self.mf.cfg
+        key = ("bars_before", acc.order, id(start), level)
+        got = self._cache.get(key)
+        if got is not None:
+            return got
+        home = cfg.loop_of(acc.instr.block)
+        p0 = start.block if start is not None else self.k.entry
+        got = []
+        for b in self.k.blocks:
+            if b is acc.instr.block or b is p0 or cfg.loop_of(b) is not home:
+                continue
+            if not any(ph.boundary(i, level) for i in b.instrs):
+                continue
+            if order.forward_reaches(b, acc.instr.block) and order.forward_reaches(p0, b):
+                got.append(b)
+        self._cache[key] = got
+        return got
+
+    def in_phase(self, acc: Access, t: int, trips, start, level: str) -> list:
+        """Thread ``t`` runs ``acc`` in the phase of ``start``: it passed none
+        of the barriers between (`barrier_blocks_before`) in this trip. A
+        divergent barrier still orders what the threads that reach it do
+        (acceptance convention 3): a race through the way around it is one of
+        the threads that took that way."""
+        z3 = self.z3
+        out = []
+        self.context(trips)
+        for b in self.barrier_blocks_before(acc, start, level):
+            try:
+                pc = self.enc.path_condition(b, t)
+            except Exception:  # noqa: BLE001
+                pc = None
+            if pc is not None:
+                out.append(z3.Not(pc))
         return out
 
     def geometric(self, lp: Loop, k) -> list:
@@ -228,24 +281,32 @@ class Query:
     def counted(self, lp: Loop, t: int, k, block: Block) -> list:
         """What the loop's counted exits say of trip ``k`` beyond "not left at
         k - 1": induction variables do not wrap (a compiler's loop counter
-        never does), and a ``!=`` exit at a bound ``start + n * step`` runs
-        exactly n trips."""
+        never does; C's signed overflow is undefined), whether their step is
+        a constant or a loop-invariant value (``i += blockDim.x``: without
+        this, a wrapped counter makes an exit test pass again at some huge
+        trip), and a ``!=`` exit at a bound ``start + n * step`` runs exactly
+        n trips."""
         z3 = self.z3
         enc = self.enc
         cfg = self.mf.cfg
         out = self.geometric(lp, k)
         for ex in lp.exits:
             iv = ex.iv
-            if iv is None or iv.step is None or ex.bound is None or not all(
+            if iv is None or (iv.step is None and iv.step_value is None) or ex.bound is None or not all(
                 cfg.dominates(ex.branch.block, l) for l in lp.latches
-            ):  # a loop-invariant, non-constant step: no closed form here
+            ):
                 continue
             try:
                 start = enc._bv(enc.enc(iv.start, t))
                 bound = enc._bv(enc.enc(ex.bound, t))
+                step_e = None if iv.step is not None else enc._bv(enc.enc(iv.step_value, t))
             except Exception:  # noqa: BLE001
                 continue
             if z3.is_bool(start) or z3.is_bool(bound):
+                continue
+            if step_e is not None and not z3.is_bv_value(z3.simplify(step_e)):
+                # a step the launch does not fix: no product (see `strided`)
+                out += self.strided(lp, iv, t, k, start, step_e, ex.cmp in ("lt", "le", "gt", "ge"))
                 continue
             w = start.size()
             if w >= 128:
@@ -257,12 +318,22 @@ class Query:
             if ex.cmp in ("lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"):
                 signed = ex.cmp in ("lt", "le", "gt", "ge")
                 S = z3.SignExt(w + 2, start) if signed else z3.ZeroExt(w + 2, start)
-                V = S + z3.BitVecVal(step, 2 * w + 2) * last
+                if step_e is None:
+                    STEP = z3.BitVecVal(step, 2 * w + 2)
+                else:
+                    # the step as the value it is (``%ntid.x`` is unsigned), at the counter's width
+                    STEP = enc.fit(enc.fit(step_e, w, is_signed(iv.step_value.type)), 2 * w + 2,
+                                   is_signed(iv.step_value.type) or signed)  # fmt: skip
+                    if iv.negated:
+                        STEP = -STEP
+                # the value tested at trip k: between the start and it, every
+                # trip's value is in range too (it moves one way)
+                V = S + STEP * last
                 if signed:
                     out += [V >= -(1 << (w - 1)), V < (1 << (w - 1))]
                 else:
                     out += [V >= 0, V < (1 << w)]
-            elif ex.cmp == "ne" and not ex.exits_when and step != 0:
+            elif ex.cmp == "ne" and not ex.exits_when and step is not None and step != 0:
                 # runs while iv != bound: n = (bound - start) / step trips
                 dist = (bound - start) if step > 0 else (start - bound)
                 D = z3.ZeroExt(w + 2, dist)
@@ -270,6 +341,63 @@ class Query:
                 lhs = K * abs(step)
                 out.append(z3.ULT(lhs, D) if strict else z3.ULE(lhs, D))
         return out
+
+    def strided(self, lp: Loop, iv, t: int, k, start, step_e, signed: bool) -> list:
+        """A counter stepped by a loop-invariant value S (``i += blockDim.x``)
+        that does not wrap moves at least one per trip: at trip k,
+        ``i - start >= k`` when S > 0 (``start - i >= k`` when S < 0). Linear,
+        where ``start + S * k`` in wide arithmetic is a product the solver
+        finds costly; with the loop's invariants (``i < 256``) it bounds k, and
+        a wrapped counter is no longer a model."""
+        z3 = self.z3
+        enc = self.enc
+        w = start.size()
+        if w < 30:
+            return []  # trips (below 2^28) would not fit the difference
+        try:
+            x = enc._bv(enc.enc(iv.phi, t))  # at trip k: the context `conditions` set
+        except Exception:  # noqa: BLE001
+            return []
+        if x.size() != w:
+            return []
+        ext = z3.SignExt if signed else z3.ZeroExt
+        up = ext(2, x) - ext(2, start)
+        K = enc.fit(k, w + 2, False)
+        st_signed = is_signed(iv.step_value.type)
+        S = enc.fit(step_e, w, st_signed)
+        zero = z3.BitVecVal(0, w)
+        pos = (S > zero) if st_signed else (S != zero)
+        neg = (S < zero) if st_signed else z3.BoolVal(False)
+        if iv.negated:
+            pos, neg = neg, pos
+        out = [z3.Implies(pos, up >= K), z3.Implies(neg, -up >= K)]
+        if not iv.negated:
+            out += self._block_residue(t, x, start, S, signed)
+        return out
+
+    def _block_residue(self, t: int, x, start, S, signed: bool) -> list:
+        """A block-stride counter (step ``blockDim.x``, or the block's size
+        with the linear thread index) keeps its thread's residue: ``i - start
+        + tid = tid + S * k``, whose remainder by S is ``tid`` whatever the
+        trip. Told as one uninterpreted function of that value (x mod S), so
+        two threads at one index are one thread, with no product or division
+        for the solver to reason through. Only while ``i - start`` is below
+        2^(w-1), where it cannot have wrapped."""
+        z3 = self.z3
+        enc = self.enc
+        w = x.size()
+        if self.k.launch.block is not None:
+            return []  # S is a constant: the arithmetic is linear already
+        nx, ny, nz = (enc.fit(n, w) for n in enc.ntid)
+        tx, ty, tz = (enc.fit(d, w) for d in enc.tid[t])
+        S = z3.simplify(S)
+        for size, lane in ((nx, tx), (nx * ny, tx + nx * ty), (nx * ny * nz, tx + nx * (ty + ny * tz))):
+            if z3.simplify(size).eq(S):
+                break
+        else:
+            return []
+        rem = enc.uf(f"block_residue_{w}", [x - start + lane], z3.BitVecSort(w))
+        return [z3.Implies(z3.ULT(x - start, 1 << (w - 1)), rem == lane)]
 
     def reach(self, block: Block, t: int) -> list:
         z3 = self.z3
@@ -335,6 +463,8 @@ class Query:
         z3 = self.z3
         enc = self.enc
         buf = acc.buffer
+        if buf is None and acc.roots is not None and len(acc.roots) > 1 and acc.fragment is None:
+            return self._in_one_of(acc, t, trips, f)
         if buf is None or buf.dynamic or acc.fragment is not None:
             return []
         self.context(trips)
@@ -354,6 +484,25 @@ class Query:
             return [z3.ULE(start - base, nbytes - f[1])]
         except Exception:  # noqa: BLE001
             return []
+
+    def _in_one_of(self, acc: Access, t: int, trips, f) -> list:
+        """A pointer chosen between static buffers stays inside one of them
+        (leaving it is TL202's finding where it is known which)."""
+        z3 = self.z3
+        enc = self.enc
+        if self.k.language == "python" or not isinstance(f[1], int):
+            return []
+        start = f[0]
+        terms = []
+        for name in sorted(acc.roots):
+            buf = self.k.buffers.get(name)
+            base_v = self.mf.addr_values.get(name)
+            if buf is None or buf.dynamic or buf.bytes is None or base_v is None or f[1] > buf.bytes:
+                return []
+            self.context(trips)
+            base = enc.fit(enc._bv(enc.enc(base_v, t)), start.size(), False)
+            terms.append(z3.ULE(start - base, buf.bytes - f[1]))
+        return [z3.Or(*terms)] if terms else []
 
     def overlap(self, f0, f1):
         """The byte ranges meet (computed in the addresses' own width, so a

@@ -71,8 +71,9 @@ def races_by_line(races: Iterable[Race], code: str) -> dict[tuple, list[Race]]:
             continue
         ins = r.later.instr
         if ins.origin is not None:
-            o = ins.origin.outermost()
-            key = (o.path, o.line)
+            # the line with every call it was inlined through: two races inside
+            # one inlined device function are two findings
+            key = tuple((o.path, o.line) for o in ins.origin.chain())
         else:
             key = (ins.span.path if ins.span else "", ins.span.line if ins.span else 0, ins.span.column if ins.span else 0)
         out[key].append(r)

@@ -69,6 +69,8 @@ class RaceSearch:
         self.concrete = ConcretePairs(mf)
         self._found: set = set()  # (code, line, other line) of the races found: not asked about again
         self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
+        self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
+        self._level: str | None = None  # the level whose TL201 pairs are being solved
 
     def run(self) -> list[Race]:
         """TL201's races, then TL204's hazards."""
@@ -106,7 +108,10 @@ class RaceSearch:
                             if repr(vec_repr(alt[3])) < repr(vec_repr(key[3])):
                                 key = alt
                         cands[key] = False
+                        self._starts.setdefault((level,) + _pair_id(key), set()).add(start)
+            self._level = level
             out += self._solve_pairs(cands, "TL201", same_warp=same_warp)
+            self._level = None
         # TL204: every access against the copies pending in its phase
         copies = [a for a in self.mf.shared if a.kind == "copy"]
         if copies:
@@ -181,7 +186,10 @@ class RaceSearch:
         return cfg.dominates(inside_successor(always[0].branch, lp), acc.instr.block)
 
     def _may_alias(self, a: Access, b: Access) -> bool:
-        """Whether the two may touch one buffer (an unknown buffer: any, in PTX)."""
+        """Whether the two may touch one buffer (an unknown buffer: any, in
+        PTX; a pointer chosen between buffers: any of them)."""
+        if a.roots is not None and b.roots is not None:
+            return not a.roots.isdisjoint(b.roots)
         if a.root is None or b.root is None:
             return self.mf.k.language != "python"
         return a.root == b.root
@@ -230,8 +238,14 @@ class RaceSearch:
         return self.mf.order.program_after(a, b) if a is not b else None
 
     def _line_key(self, acc: Access):
+        """The source line of an access, with every call it was inlined
+        through: two accesses of one inlined device function are told apart
+        (by the call's line alone, the first race found inside a call hid
+        every other pair of that call from the search)."""
         ins = acc.instr
-        return ins.origin.outermost().line if ins.origin is not None else ("instr", ins.id, id(ins))
+        if ins.origin is not None:
+            return tuple((o.path, o.line) for o in ins.origin.chain())
+        return ("instr", ins.id, id(ins))
 
     def _known(self, code: str, a: Access, b: Access, direction: bool | None) -> bool:
         ka, kb = self._line_key(a), self._line_key(b)
@@ -255,7 +269,7 @@ class RaceSearch:
         rest = []
         for b, vb in kept:
             h = hints.get(id(b), {}).get(vec_repr(vb))
-            if h is not None and h[2]:
+            if h is not None and h[2] and not self._around_barriers(a, va, b, vb):
                 self._kind_vec = vb if a.kind == "copy" else None
                 r = direct_race(self.mf, a, b, h, code, walks, same_thread, self._kind_vec)
                 out.append(r)
@@ -267,34 +281,18 @@ class RaceSearch:
             return out
         try:
             q = self.mf.query()
-            ka = (a.order, vec_repr(va), 0)
-            ta = q.trip_exprs(a, va, f"{a.order}a")
-            fa = q.cached(("fp",) + ka, lambda: q.footprint(a, 0, ta))
-            bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
-            base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
-            wr = q.warp_rel(same_warp) if not same_thread else None
-            if wr is not None:
-                base.append(wr)
+            ta, fa, bounds_a, base, wr = self._side_a(q, a, va, same_warp, same_thread)
             items = []
-            t1 = 0 if same_thread else 1
             for j, (b, vb) in enumerate(kept):
                 budget.check("the race search (encoding partner %d of %d)", j + 1, len(kept))
                 if same_thread and b is a and all(k == "rel" and n == 0 for _, k, n in vb):
                     continue  # the same dynamic instance
-                side = "s" if same_thread else "b"
-                kb = (b.order, vec_repr(vb), t1, side)
-                tb = q.trip_exprs(b, vb, f"{b.order}{side}")
-                fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
-                cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
-                ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
-                if b is a and a.fragment is not None and not same_thread and same_warp is not False:
-                    # a wmma fragment is stored (loaded) by its warp's lanes
-                    # together, one `.sync.aligned` operation: two lanes of
-                    # one warp at one such instruction do not race
-                    ov.append(q.warp_rel(False))
-                if same_thread or after_of.get((id(b), vec_repr(vb))):
-                    ov.append(self._later_expr(q, a, ta, b, tb))
-                items.append((b, vb, tb, fb, z3.And(*(cond + ov)), z3.And(*ov)))
+                after = after_of.get((id(b), vec_repr(vb)))
+                tb, fb, full, ov = self._partner(q, a, ta, fa, b, vb, same_warp, same_thread, after)
+                phase = self._phase_terms(q, a, va, ta, b, vb, tb, same_thread)
+                if phase is not None:
+                    full = z3.And(full, phase)
+                items.append((b, vb, tb, fb, full, ov))
         except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
             log.debug("memory: encoding failed for %s: %r", instr_text(a.instr), e, exc_info=True)
             return out + [race_finding(self.mf, a, None, b, None, code, None, "unknown", walks, same_thread, None,
@@ -304,10 +302,20 @@ class RaceSearch:
 
         def record(it, status, model):
             self._kind_vec = it[1] if a.kind == "copy" else None
-            r = race_finding(self.mf, a, ta, it[0], it[2], code, q, status, walks, same_thread, model,
-                             fa=fa, fb=it[3], kind_vec=self._kind_vec)  # fmt: skip
+            qx, tax, fax, itx = q, ta, fa, it
+            if status == "sat" and q.enc.used_strides:
+                # found over counters whose products were abstracted: confirm
+                # with them exact (a model there is a real witness; none, no race)
+                got = self._confirm(a, va, it, same_warp, same_thread, after_of)
+                if got == "unsat":
+                    return
+                if got is not None:
+                    qx, tax, fax, itx, model = got
+            r = race_finding(self.mf, a, tax, itx[0], itx[2], code, qx, status, walks, same_thread, model,
+                             fa=fax, fb=itx[3], kind_vec=self._kind_vec)  # fmt: skip
             ambiguous = any(loose(k) for _lp, k, _n in va) or any(loose(k) for _lp, k, _n in it[1])
-            if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous:
+            if status == "sat" and model is not None and code == "TL201" and it[0] is not a and ambiguous \
+                    and qx is q:  # fmt: skip
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
             r.goal = (q, z3.And(*base, it[4]))
             out.append(r)
@@ -398,6 +406,92 @@ class RaceSearch:
             remaining = [it for it in remaining if it not in hit]
         return out
 
+    def _side_a(self, q: Query, a: Access, va: Vec, same_warp, same_thread):
+        """The first access of a group as terms of ``q``: trips, footprint,
+        staying in bounds, the conditions it runs under (thread 0)."""
+        ka = (a.order, vec_repr(va), 0)
+        ta = q.trip_exprs(a, va, f"{a.order}a")
+        fa = q.cached(("fp",) + ka, lambda: q.footprint(a, 0, ta))
+        bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
+        base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
+        wr = q.warp_rel(same_warp) if not same_thread else None
+        if wr is not None:
+            base.append(wr)
+        return ta, fa, bounds_a, base, wr
+
+    def _partner(self, q: Query, a: Access, ta, fa, b: Access, vb: Vec, same_warp, same_thread, after):
+        """A partner of ``a`` as terms of ``q`` (thread 1, or thread 0 for the
+        copying thread's own hazards): its trips and footprint, and the race
+        with and without its conditions."""
+        z3 = q.z3
+        t1 = 0 if same_thread else 1
+        side = "s" if same_thread else "b"
+        kb = (b.order, vec_repr(vb), t1, side)
+        tb = q.trip_exprs(b, vb, f"{b.order}{side}")
+        fb = q.cached(("fp",) + kb, lambda: q.footprint(b, t1, tb))
+        cond = q.cached(("cond",) + kb, lambda: q.conditions(b, t1, tb, vb))
+        ov = [q.overlap(fa, fb)] + q.cached(("ib",) + kb, lambda: q.in_bounds(b, t1, tb, fb))
+        if b is a and a.fragment is not None and not same_thread and same_warp is not False:
+            # a wmma fragment is stored (loaded) by its warp's lanes
+            # together, one `.sync.aligned` operation: two lanes of
+            # one warp at one such instruction do not race
+            ov.append(q.warp_rel(False))
+        if same_thread or after:
+            ov.append(self._later_expr(q, a, ta, b, tb))
+        return tb, fb, z3.And(*(cond + ov)), z3.And(*ov)
+
+    def _confirm(self, a: Access, va: Vec, it, same_warp, same_thread, after_of):
+        """The pair ``(a, it)`` asked again with every counter's product exact
+        (`Query` with ``exact``): "unsat", or (query, trips of a, footprint of
+        a, the partner's item, model) for a witness, or None (no answer)."""
+        try:
+            q2 = self.mf.query(exact=True)
+            ta, fa, _bounds, base, _wr = self._side_a(q2, a, va, same_warp, same_thread)
+            b, vb = it[0], it[1]
+            tb, fb, full, ov = self._partner(q2, a, ta, fa, b, vb, same_warp, same_thread,
+                                             after_of.get((id(b), vec_repr(vb))))  # fmt: skip
+            phase = self._phase_terms(q2, a, va, ta, b, vb, tb, same_thread)
+            if phase is not None:
+                full = q2.z3.And(full, phase)
+            v = self.mf.solve(q2, q2.z3.And(*base, full))
+        except Exception:  # noqa: BLE001
+            return None
+        if v.status == "unsat":
+            return "unsat"
+        if v.status != "sat":
+            return None
+        return q2, ta, fa, (b, vb, tb, fb, full, ov), v.model
+
+    def _around_barriers(self, a: Access, va: Vec, b: Access, vb: Vec) -> bool:
+        """Whether a barrier lies on some way into ``a`` or ``b`` from a phase
+        start of the pair (then which threads took the way around it is for
+        the solver: `_phase_terms`)."""
+        if self._level is None:
+            return False
+        starts = self._starts.get((self._level,) + _pair_id((a, va, b, vb)))
+        if not starts:
+            return False
+        q = self.mf.query()
+        return any(q.barrier_blocks_before(x, s, self._level) for s in starts for x in (a, b))
+
+    def _phase_terms(self, q: Query, a: Access, va: Vec, ta, b: Access, vb: Vec, tb, same_thread):
+        """For a TL201 pair: both threads run their access in one phase the
+        pair was found in, each having passed none of the barriers before it
+        there (`Query.in_phase`); None when no barrier lies on the way."""
+        if self._level is None or same_thread:
+            return None
+        starts = self._starts.get((self._level,) + _pair_id((a, va, b, vb)))
+        if not starts:
+            return None
+        z3 = q.z3
+        ways = []
+        for s in sorted(starts, key=lambda x: -1 if x is None else x.id):
+            terms = q.in_phase(a, 0, ta, s, self._level) + q.in_phase(b, 1, tb, s, self._level)
+            if not terms:
+                return None  # a way in with no barrier on it: nothing to add
+            ways.append(z3.And(*terms))
+        return z3.Or(*ways) if len(ways) > 1 else ways[0]
+
     def _prefer_same_trip(self, q: Query, a: Access, ta: dict, it, base, r: Race, fa, walks, same_thread):
         """A race whose model puts the two accesses at different trips of a
         loop they share: when they can also meet at one trip, point where
@@ -431,3 +525,9 @@ class RaceSearch:
             x, y = ta[lp], tb[lp]
             expr = z3.Or(y > x, z3.And(y == x, expr))
         return expr
+
+
+def _pair_id(key: tuple) -> tuple:
+    """A pair's key (`normalize`) by identity of its accesses and its trips."""
+    a, va, b, vb = key
+    return (id(a), vec_repr(va), id(b), vec_repr(vb))

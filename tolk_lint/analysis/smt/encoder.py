@@ -533,9 +533,19 @@ class Encoder:
             for s in x.succs:
                 if order.get(s, -1) > order[x]:
                     stack.append(s)
+        # only the blocks on a forward path to J matter: the others (past a
+        # loop's exit, when J is inside it) must not make the map fail
+        useful: set[Block] = {p for p in J.preds if p in fwd}
+        stack = [J, *useful]
+        while stack:
+            x = stack.pop()
+            for p in x.preds:
+                if p in fwd and p not in useful and order.get(p, -1) < order.get(x, -1):
+                    useful.add(p)
+                    stack.append(p)
         reach: dict[Block, Any] = {D: z3.BoolVal(True)}
         for b in sorted(fwd, key=lambda b: order[b]):
-            if b is D:
+            if b is D or b not in useful:
                 continue
             lp = self._inner_loop(b, D)
             if lp is not None and lp.header is not b:

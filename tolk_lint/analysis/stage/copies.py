@@ -2,7 +2,14 @@
 trip by plain copies global -> registers -> shared (the value stored is the
 value loaded), then barrier and read it back; each with the depth a second
 stage would give it on the target. A store of a computed value, or a
-one-shot copy before the loop, is not a tile copy."""
+one-shot copy before the loop, is not a tile copy.
+
+The commonest real copy is guarded at the matrix's edge: the value stored is
+the load or a constant (``A[r, c] if c < n else 0``: a PHI or a select of the
+two), or the loop stores the load on one branch and the constant on the
+other; the stores together run at every trip. Those are tile copies too (a
+constant fill is what a zero-filling ``cp.async`` does), reported at the
+lines that load."""
 
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ class TileCopy:
     loads: list[Instr]
     barrier: Instr
     reads: list[Instr]
+    fills: list[Instr] = field(default_factory=list)  # stores of a constant beside the copies (the edge)
     tile_bytes: int = 0  # the buffer's bytes: what a second stage doubles
     dtype: str = ""
     depth: int = 0
@@ -77,7 +85,17 @@ class TileCopy:
 
     @property
     def lines(self) -> list[int]:
-        return sorted({ln for ln in (source_line(s) for s in self.stores) if ln is not None})
+        """The copy's source lines: its stores', or where a compiler merged the
+        stores of two branches into one of no line (``.loc 1 0``), its loads'."""
+        lined = any(ld.origin is not None for ld in self.loads)  # PTX with `.loc`: lines are the source's
+
+        def line(ins: Instr) -> int | None:
+            return source_line(ins) if ins.origin is not None or not lined else None
+
+        got = {ln for ln in (line(s) for s in self.stores) if ln}
+        if any(not line(s) for s in self.stores):
+            got |= {ln for ln in (line(ld) for ld in self.loads) if ln}
+        return sorted(got)
 
     @property
     def loop_line(self) -> int | None:
@@ -88,6 +106,9 @@ class TileCopy:
         for s in self.stores:
             if source_line(s) == line:
                 return s
+        for ld in self.loads:
+            if source_line(ld) == line:
+                return ld
         return self.stores[0]
 
     def to_json(self) -> dict[str, Any]:
@@ -155,6 +176,35 @@ def _after_in(cfg, lp: Loop, a: Instr, b: Instr) -> bool:
     return cfg.dominates(xa, xb)
 
 
+def _covers(cfg, lp: Loop, stores: list[Instr]) -> bool:
+    """Whether every trip of ``lp`` runs one of ``stores`` (an if/else pair):
+    no path from the header to a latch avoids their blocks (at ``lp``'s level)."""
+    cut = {_anchor(cfg, lp, st) for st in stores}
+    if lp.header in cut:
+        return True
+    seen = {lp.header}
+    stack = [lp.header]
+    latches = set(lp.latches)
+    while stack:
+        b = stack.pop()
+        if b in latches:
+            return False
+        for s2 in b.succs:
+            if s2 in lp.blocks and s2 is not lp.header and s2 not in seen and s2 not in cut:
+                seen.add(s2)
+                stack.append(s2)
+    return True
+
+
+def _before_in(cfg, lp: Loop, a: Instr, b: Instr) -> bool:
+    """Whether ``b`` runs after ``a`` in every trip of ``lp`` that runs ``a``
+    (``a`` on a branch: ``b`` post-dominates it and runs at every trip)."""
+    if _after_in(cfg, lp, a, b):
+        return True
+    xa, xb = _anchor(cfg, lp, a), _anchor(cfg, lp, b)
+    return xa is not xb and cfg.post_dominates(xb, xa) and all(cfg.dominates(xb, latch) for latch in lp.latches)
+
+
 def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None) -> list[TileCopy]:
     """The loops of ``kernel`` that copy a tile global -> registers -> shared
     at every trip, barrier, then read it; each with its depth on ``target``."""
@@ -184,12 +234,13 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
             budget.check("the staging analysis (the copies into `%s`)", buf)
             in_loop = [s for s in stores if s.block in lp.blocks]
             copies = [(s, _plain_copy(s, lp)) for s in in_loop]
-            if not in_loop or any(ld is None for _, ld in copies):
+            if not in_loop or any(ld is None for _, ld in copies) or not any(ld for _, ld in copies):
                 continue
-            if not all(_every_trip(cfg, lp, s) for s in in_loop):
+            if not all(_every_trip(cfg, lp, s) for s in in_loop) and not _covers(cfg, lp, in_loop):
                 continue
             bar = next(
-                (b for b in barriers if b.block in lp.blocks and all(_after_in(cfg, lp, s, b) for s in in_loop)), None
+                (b for b in barriers if b.block in lp.blocks and all(_before_in(cfg, lp, s, b) for s in in_loop)),
+                None,
             )
             if bar is None:
                 continue
@@ -199,7 +250,8 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
             loads = [ld for _, lds in copies for ld in lds]  # type: ignore[union-attr]
             b = kernel.buffers[buf]
             dtype = str(loads[0].attrs.get("dtype") or loads[0].results[0].type) if loads else b.dtype
-            tc = TileCopy(kernel.name, lp, display_name(buf), in_loop, loads, bar, reads, tile_bytes=b.bytes or 0,
+            tc = TileCopy(kernel.name, lp, display_name(buf), [st for st, lds in copies if lds], loads, bar, reads,
+                          fills=[st for st, lds in copies if not lds], tile_bytes=b.bytes or 0,
                           dtype=dtype)  # fmt: skip
             tc.shape = tuple(x or 0 for x in b.shape)
             if b.dynamic or not b.bytes:
@@ -265,20 +317,53 @@ def _loops_of(cfg, stores: list[Instr]) -> list[Loop]:
 
 
 def _plain_copy(store: Instr, lp: Loop) -> list[Instr] | None:
-    """The global loads whose values ``store`` writes unchanged, or None."""
+    """The global loads whose values ``store`` writes unchanged, [] for a
+    store of a constant (an edge fill), or None. A value that is the load or
+    a constant (a PHI or select of the two: the guarded copy at a matrix's
+    edge) counts as the load."""
     if store.op is not O.STORE:
         return None
     vals = store.args[1:]
+    if store.attrs.get("gate") is True or store.attrs.get("gated") is True:
+        vals = vals[:-1]
     if not vals:
         return None
-    loads = []
+    loads: list[Instr] = []
     for v in vals:
-        d = v.defn
-        if d is None or d.op is not O.LOAD or space_of(d) != "global" or d.block not in lp.blocks:
+        got = _loaded(v, lp)
+        if got is None:
             return None
-        if d not in loads:
-            loads.append(d)
+        loads += [d for d in got if d not in loads]
     return loads
+
+
+def _loaded(v, lp: Loop, depth: int = 0) -> list[Instr] | None:
+    """The global loads of ``lp`` that ``v`` is, through PHIs and selects
+    whose other values are constants ([] for a constant alone); None otherwise."""
+    d = v.defn
+    if d is None or depth > 4:
+        return None
+    if d.op is O.CONST:
+        return []
+    if d.op is O.LOAD:
+        return [d] if space_of(d) == "global" and d.block in lp.blocks else None
+    if d.op is O.CVT and d.args and d.attrs.get("from_type", d.args[0].type) == v.type:
+        return _loaded(d.args[0], lp, depth + 1)
+    if d.op is O.PHI and d.block in lp.blocks and d.block is not lp.header:
+        parts = d.args
+    elif d.op is O.SELECT and len(d.args) == 3:
+        parts = d.args[1:]
+    else:
+        return None
+    out: list[Instr] = []
+    loaded = 0
+    for a in parts:
+        got = _loaded(a, lp, depth + 1)
+        if got is None:
+            return None
+        loaded += bool(got)
+        out += [x for x in got if x not in out]
+    return out if loaded <= 1 else None  # one source or the other is no copy of one tile
 
 
 def _cp_async_buffer(ins: Instr, ev: IndexEval) -> str | None:

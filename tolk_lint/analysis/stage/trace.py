@@ -200,6 +200,7 @@ def sums_of_products(kernel: Kernel) -> list[tuple[Instr, Loop, list[Value]]]:
         else:
             acc = prod = None
             for x, y in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
+                y = _widened(y)
                 if x.defn is not None and x.defn.op is O.PHI and y.defn is not None and y.defn.op is O.MUL:
                     acc, prod = x, y
                     break
@@ -214,6 +215,17 @@ def sums_of_products(kernel: Kernel) -> list[tuple[Instr, Loop, list[Value]]]:
             continue
         out.append((ins, lp, factors))
     return out
+
+
+def _widened(v: Value) -> Value:
+    """A product summed into a wider accumulator (``tmp = 0.`` in Numba is a
+    float64, ``A[i, k] * B[k, j]`` of float32 arrays a float32): the product
+    under its float conversion."""
+    d = v.defn
+    if d is not None and d.op is O.CVT and d.args and is_float(v.type) and is_float(d.args[0].type) \
+            and type_bits(v.type) >= type_bits(d.args[0].type):  # fmt: skip
+        return d.args[0]
+    return v
 
 
 def _reaches_back(v: Value, target: Value, lp: Loop, depth_: int = 0) -> bool:
