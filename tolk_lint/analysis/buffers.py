@@ -7,13 +7,14 @@ write memory (`is_write`) or are workgroup barriers (`is_barrier`), and
 which shared-memory writes a barrier orders before which loads
 (`MemoryOrder`).
 
-Imports only the IR.
+Imports only the IR (and `mbarriers`, which does too).
 """
 
 from __future__ import annotations
 
 import bisect
 
+from tolk_lint.analysis.mbarriers import acts_as_barrier
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
 from tolk_lint.ir.opcodes import MEMORY_WRITES, Opcode
 
@@ -99,7 +100,11 @@ def is_write(ins: Instr) -> bool:
 
 
 def is_barrier(ins: Instr) -> bool:
-    return ins.op is O.BARRIER and ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
+    """A workgroup barrier: ``bar.sync``-like, or an ``mbarrier.arrive`` that
+    orders like one (`tolk_lint.analysis.mbarriers`)."""
+    if ins.op is O.BARRIER:
+        return ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
+    return ins.op is O.MBARRIER and ins.attrs.get("kind") == "arrive" and acts_as_barrier(ins)
 
 
 class MemoryOrder:
