@@ -1338,3 +1338,25 @@ def test_register_params_and_returns_of_old_style_funcs():
     assert add.args == [p.value, p.value]
     ret = f.blocks[-1].instrs[-1]
     assert ret.op is O.RET and ret.args == [add.result]
+
+
+def test_calls_to_funcs_are_inlined():
+    """A kernel's calls to .func bodies are replaced by copies of them: SSA
+    holds, the call's result is the callee's returned value, the callee's
+    instructions keep their spans and carry the call site, and a callee
+    called twice is copied twice (its own .func is still linted alone)."""
+    path = HERE.parent / "fixtures" / "ptx" / "collectives" / "func_calls.ptx"
+    m = lower(path.read_text(), path.name)
+    k = kernel(m, "neighbours_synced")
+    check_ssa(k)
+    assert not of(k, O.CALL)
+    sites = [i.attrs["call_site"] for i in k.instrs() if "call_site" in i.attrs]
+    assert {s[0] for s in sites} == {"_Z3putPfif", "first_slot", "right_neighbour"}
+    loads = [i for i in of(k, O.LOAD) if i.attrs.get("space") == "shared"]
+    assert len(loads) == 2 and all("call_site" in i.attrs for i in loads)
+    store = [i for i in of(k, O.STORE) if i.attrs.get("space") == "global"][0]
+    assert store.args[1] is loads[-1].results[0]  # the value right_neighbour returns
+    assert set(m.functions) == {"_Z3putPfif", "right_neighbour", "first_slot", "block_barrier"}
+    k2 = kernel(m, "lower_half_barrier_call")
+    [bar] = of(k2, O.BARRIER)
+    assert bar.attrs["call_site"][0] == "block_barrier" and bar.attrs["call_site"][1].line > bar.span.line

@@ -11,7 +11,7 @@ What is modelled (`barrier_arrives`): an arrive A acts as a block barrier
 (``bar.sync`` at A) when
 
 1. its object is one named shared buffer that the kernel initialises
-   exactly once, with a count that is the block's size (the product of
+   once (outside any loop), with a count that is the block's size (the product of
    ``%ntid``, or that number for a known launch), and never drops,
    invalidates, or arrives on with a count, ``.noComplete``, a transaction
    count, or a ``cp.async.mbarrier.arrive.noinc`` -- so a phase completes
@@ -20,7 +20,8 @@ What is modelled (`barrier_arrives`): an arrive A acts as a block barrier
    the state A returned (the edge taken when the wait says the phase is
    complete) before any shared (or generic) memory access, call, opaque op,
    barrier or other arrive -- so everything the thread does after A that the analyses
-   care about happens after every thread's arrive.
+   care about happens after every thread's arrive; and so does every other
+   arrive on that object, so that no thread arrives twice in one phase.
 
 Then accesses before any thread's A are ordered before accesses after any
 thread's wait, which is the barrier's meaning, and nothing between A and the
@@ -39,6 +40,7 @@ Imports only the IR.
 
 from __future__ import annotations
 
+from tolk_lint.ir.cfg import cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
 from tolk_lint.ir.opcodes import MEMORY_READS, MEMORY_WRITES, Opcode
 
@@ -101,11 +103,12 @@ def barrier_arrives(kernel: Kernel) -> frozenset[Instr]:
         if any(i.attrs.get("has_count") or i.attrs.get("no_complete") or i.attrs.get("tx") or i.attrs.get("cluster")
                for i in arrives):  # fmt: skip
             continue
-        if not is_block_size(inits[0].args[1], kernel):
+        if not is_block_size(inits[0].args[1], kernel) or cfg_of(kernel).loop_of(inits[0].block) is not None:
             continue
-        for a in arrives:
-            if a.results and _waits_before_use(a, name):
-                out.add(a)
+        # every arrive waits for its phase before the thread arrives again, so
+        # no thread counts twice toward one phase
+        if arrives and all(a.results and _waits_before_use(a, name) for a in arrives):
+            out.update(arrives)
     return frozenset(out)
 
 

@@ -39,8 +39,10 @@ irreducible cycle.
 Two levels. ``workgroup`` (for barriers) and ``warp`` (for warp collectives
 and tensor cores), and a third, ``warpgroup``, for kernels with Hopper's
 ``wgmma`` (the workgroup's taint, Z3 asked about two threads of one
-warpgroup): at the warp level ``vote``/``redux``/``activemask``
-results are uniform, and Z3 is asked about two threads of one warp.
+warpgroup): at the warp level the results of ``vote``/``redux`` over the
+full mask are uniform (those of other masks, and ``activemask``, only for
+the lanes that run them together), and Z3 is asked about two threads of one
+warp.
 
 Z3. The taint rules are sound and incomplete: ``(tid & 0) + n`` is called
 varying. For the values that decide a diagnostic -- the conditions of
@@ -197,6 +199,9 @@ class _Propagator:
             elif op in WARP_UNIFORM_RESULTS:
                 if level != "warp":
                     self.mark_results(ins, Reason(f"`{ins.text or op.value}` is the same only within a warp", ins))
+                elif not _whole_warp(ins):
+                    self.mark_results(ins, Reason(f"`{ins.text or op.value}` is the same only for the lanes that run "
+                                                  "it together", ins))  # fmt: skip
             elif op in DIVERGENCE_SOURCES:
                 self.mark_results(ins, Reason(f"`{ins.text or op.value}` returns a per-thread value", ins))
             elif op is O.LOAD:
@@ -287,6 +292,18 @@ def join_blocks(branch: Block, stop: Block | None) -> list[Block]:
                 continue
             stack.extend(x.succs)
     return joins
+
+
+def _whole_warp(ins: Instr) -> bool:
+    """A vote or reduction over the full constant mask: every lane of the
+    warp runs it together (a lane that does not is TL103's finding), so all
+    get one result. With another mask only the lanes it names agree, and
+    ``activemask`` returns whichever lanes happen to run with the caller."""
+    if ins.op is O.ACTIVEMASK or len(ins.args) < 2 or ins.attrs.get("sync") is False:
+        return False
+    d = ins.args[1].defn
+    v = d.attrs.get("value") if d is not None and d.op is O.CONST else None
+    return isinstance(v, int) and (v & 0xFFFFFFFF) == 0xFFFFFFFF
 
 
 def describe(v: Value | None) -> str:
