@@ -71,8 +71,10 @@ from tolk_lint.analysis.buffers import (
     MemoryOrder,
     _lowest_bit,
     _roots_may_alias,
+    byte_range,
     is_barrier,
     mem_root,
+    ranges_disjoint,
     space_of,
 )
 from tolk_lint.analysis.uniformity_info import Proof, Reason, UniformityInfo
@@ -431,6 +433,21 @@ class _KernelFacts:
                     stack.append(y)
         return out
 
+    def _drop_disjoint(self, ld: Instr, hits: int, writes: list[Instr]) -> int:
+        """``hits`` without the writers of ``ld``'s buffer whose bytes provably
+        miss the bytes it reads (a flag field after a histogram: one struct
+        of TempStorage, told apart by offsets)."""
+        if byte_range(ld, self.k) is None:
+            return hits
+        out, rest = hits, hits
+        while rest:
+            i = _lowest_bit(rest)
+            rest &= ~(1 << i)
+            w = writes[i]
+            if w.op in (O.STORE, O.ATOMIC) and self.root(w) == self.root(ld) and ranges_disjoint(ld, w, self.k):
+                out &= ~(1 << i)
+        return out
+
     def load_seed(self, ld: Instr) -> str | None:
         """Why a load varies whatever its address, or None (cached)."""
         if ld not in self._seeds:
@@ -467,6 +484,7 @@ class _KernelFacts:
             writes = self._shared_writers
             before, after = self.memory.unordered_sets(ld, writes)
             hits = (before | after) & self._alias_mask(root)
+            hits = self._drop_disjoint(ld, hits, writes)
             if not hits:
                 return None
             i = _lowest_bit(hits)  # the first writer in program order, as a reader reads the message
