@@ -4,10 +4,13 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
-from tolk_lint.analysis.uniform import Placement, describe  # noqa: F401 (re-exported)
+import re
+
+from tolk_lint.analysis.placements import Placement
+from tolk_lint.analysis.uniform import describe  # noqa: F401 (re-exported)
 from tolk_lint.analysis.uniformity_info import Reason  # noqa: F401 (re-exported)
 from tolk_lint.diagnostics import Diagnostic, Related
-from tolk_lint.ir.nodes import Instr, Span
+from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
 
@@ -30,20 +33,68 @@ def where(ins: Instr | None) -> str:
     return f"line {ins.span.line}"
 
 
-def report_span(ins: Instr, ctx: RuleContext) -> tuple[Span, list[Related]]:
-    """Where to point: a Python op inlined from a device function is reported
-    at the call in the kernel, with the function's line as a note."""
+def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup") -> tuple[Span, Origin | None, list[Related]]:
+    """Where to point, and the notes that say where else the op is.
+
+    A barrier (``level`` workgroup) in a called function is reported once,
+    at the call in the kernel (acceptance convention 1): the Python call of
+    an inlined device function, the ``call`` of an inlined ``.func``
+    (``attrs["call_site"]``), and for CUDA C the outermost ``.loc`` frame.
+    A warp collective or tensor-core op is reported where it is: its line
+    in the device function (for CUDA C, the innermost frame in the user's
+    own code, past the toolkit's headers), with the call as a note."""
     related: list[Related] = []
-    if ctx.kernel.language == "python" and ins.origin is not None and ins.origin.inlined_at is not None:
-        outer = ins.origin.outermost()
-        span = Span(ins.span.path if ins.span else outer.path, outer.line, max(1, outer.column))
-        related.append(Related(f"{op_text(ins)} is inside the called device function here", ins.span, None))
-        return span, related
-    if ins.origin is not None and ins.origin.inlined_at is not None:
-        inner = ins.origin
-        related.append(Related(f"{op_text(ins)} is inside a function inlined here", None, inner.__class__(
-            inner.path, inner.line, inner.column)))  # fmt: skip
-    return ins.span, related
+    site = ins.attrs.get("call_site")
+    origin = ins.origin
+    if level == "workgroup":
+        if ctx.kernel.language == "python" and origin is not None and origin.inlined_at is not None:
+            outer = origin.outermost()
+            span = Span(ins.span.path if ins.span else outer.path, outer.line, max(1, outer.column))
+            related.append(Related(f"{op_text(ins)} is inside the called device function here", ins.span, None))
+            return span, origin, related
+        if site is not None:
+            callee, call_span, _call_origin = site
+            related.append(Related(f"{op_text(ins)} is inside `{callee}`, called here", ins.span, _frame(origin)))
+            return call_span or ins.span, origin, related
+        if origin is not None and origin.inlined_at is not None:
+            related.append(Related(f"{op_text(ins)} is inside a function inlined here", None, _frame(origin)))
+        return ins.span, origin, related
+    if ctx.kernel.language == "python":
+        if origin is not None and origin.inlined_at is not None:
+            outer = origin.outermost()
+            related.append(Related("called from the kernel here", Span(ins.span.path if ins.span else outer.path,
+                                                                        outer.line, max(1, outer.column))))  # fmt: skip
+        return ins.span, origin, related
+    own = origin
+    if origin is not None:
+        frames = origin.chain()
+        user = next((f for f in frames if not _toolkit(f.path)), frames[-1])
+        if user is not frames[0]:
+            related.append(Related(f"{op_text(ins)} is inside a function inlined here", None, _frame(frames[0])))
+        callers = frames[frames.index(user) + 1 :]
+        for f in callers:
+            related.append(Related("called from here", None, _frame(f)))
+        own = _frame(user)
+    if site is not None and origin is None:  # hand-written PTX: no .loc to say where it was called
+        related.append(Related(f"inside `{site[0]}`, called here", site[1], None))
+    return ins.span, own, related
+
+
+def _frame(o: Origin | None) -> Origin | None:
+    """One frame of an origin chain, without the calls around it."""
+    return None if o is None else Origin(o.path, o.line, o.column)
+
+
+# Files of the CUDA toolkit and its libraries: a collective's report goes to
+# the user's line that reaches them, not into the headers.
+_TOOLKIT = re.compile(r"/cuda[^/]*/(bin/\.\./)?(targets/[^/]+/)?include/"
+                      r"|(^|/)(cub|thrust|cuda|cccl|cooperative_groups|crt)/([^/]+/)*[^/]+\.(h|hpp|cuh|inl)$"
+                      r"|(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|cooperative_groups"
+                      r"|cuda_fp16|cuda_bf16|mma)[^/]*\.(h|hpp)$")  # fmt: skip
+
+
+def _toolkit(path: str) -> bool:
+    return bool(_TOOLKIT.search(path.replace("\\", "/")))
 
 
 def chain(reasons: list[Reason]) -> list[Related]:
@@ -74,12 +125,12 @@ def solver_note(p: Placement) -> str:
 
 
 def diagnostic(rule: Rule, ctx: RuleContext, p: Placement, message: str) -> Diagnostic:
-    span, related = report_span(p.op, ctx)
+    span, origin, related = report_span(p.op, ctx, p.level)
     related += chain(p.reasons)
     witness = p.proof.witness if (p.proof is not None and p.proof.verdict == "varying") else None
     data = {"level": p.level}
     if p.proof is not None:
         data["solver"] = p.proof.verdict
     d = rule.diagnostic(span, message + solver_note(p), kernel=ctx.kernel, related=related, witness=witness,
-                        data=data, origin=p.op.origin)  # fmt: skip
+                        data=data, origin=origin)  # fmt: skip
     return d

@@ -51,7 +51,7 @@ and proved.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.uniform import placements
+from tolk_lint.analysis.placements import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 

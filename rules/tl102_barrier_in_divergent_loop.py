@@ -4,7 +4,8 @@ A barrier or tensor-core op in a loop whose trip count may differ between thread
 
 ## What it does
 Finds a workgroup barrier, a call to a function holding one, or a warp-wide
-tensor-core op (`mma.sync`, `wmma.*.sync`, `ldmatrix`), inside a loop whose
+tensor-core op (`mma.sync`, `wmma.*.sync`, `ldmatrix`; Hopper's `wgmma.*`,
+which the four warps of a warpgroup run together), inside a loop whose
 number of trips may differ between the threads that must run it together: a
 bound computed from the thread index (`for (i = tid; i < n; i += blockDim.x)`),
 an exit test on per-thread data (`while (delta > tol)`), or a `break` on a
@@ -52,7 +53,7 @@ trips the same.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.uniform import placements
+from tolk_lint.analysis.placements import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -95,7 +96,7 @@ class BarrierInDivergentLoop(Rule):
             header = p.loop.header if p.loop is not None else None
             first = next((i for i in header.instrs if i.span is not None), None) if header else None
             what = "barrier" if p.level == "workgroup" else "tensor-core op"
-            who = "threads" if p.level == "workgroup" else "lanes of a warp"
+            who = {"workgroup": "threads", "warpgroup": "the threads of a warpgroup"}.get(p.level, "lanes of a warp")
             cause = f" (its exit depends on {describe(p.cause)})" if p.cause is not None else ""
             msg = (f"{what} {op_text(p.op)} in kernel `{ctx.kernel.name}` is in the loop at {where(first)} whose "
                    f"trip count may differ between {who}{cause}")  # fmt: skip

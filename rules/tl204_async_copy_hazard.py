@@ -25,6 +25,11 @@ A wrong `wait_group` count, a commit skipped on some path, or copies never
 committed show up as one of these. Hazards on a `cp.async` destination are
 reported here, not again as TL201.
 
+Hopper's `wgmma.mma_async` has a group queue of its own
+(`wgmma.commit_group`, `wgmma.wait_group N`): a read of its accumulator
+registers by anything but another `wgmma.mma_async` before the wait that
+retires its group is reported here too (points at the read).
+
 ## Why is this bad?
 `cp.async` is asynchronous and weak: a `__syncthreads()` alone does not
 wait for it, and a wait only covers the thread's own committed groups. A
@@ -70,6 +75,7 @@ pipeline forms that are correct.
 from __future__ import annotations
 
 from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note
+from tolk_lint.analysis.wgmma import pending_reads
 from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -201,6 +207,24 @@ class AsyncCopyHazard(Rule):
             data = {"kind": r.kind, "buffer": pretty_buffer(copy.root or x.root), "solver": r.solver,
                     "copy_line": copy.line, "other_line": other.line, "same_thread": r.same_thread}  # fmt: skip
             yield self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
+        yield from self._wgmma_reads(ctx)
+
+    def _wgmma_reads(self, ctx: RuleContext):
+        """Reads of a ``wgmma.mma_async``'s accumulators before the
+        ``wgmma.wait_group`` that retires its group (`analysis.wgmma`), one
+        per source line."""
+        lines: set = set()
+        for reader, mma in pending_reads(ctx.kernel):
+            key = reader.origin.outermost().line if reader.origin is not None else reader.span
+            if key in lines:
+                continue
+            lines.add(key)
+            text = (reader.text or reader.op.value).strip()
+            msg = (f"`{text}` reads an accumulator of `wgmma.mma_async` (line {mma.span.line if mma.span else '?'}) "
+                   "that may still be being written: no `wgmma.wait_group` retires its group first (commit it "
+                   "with `wgmma.commit_group`, then wait with a count that leaves it out of the groups in flight)")
+            related = [Related("the warpgroup MMA", mma.span, mma.origin)]
+            yield self.diagnostic(reader, msg, kernel=ctx.kernel, related=related, data={"kind": "wgmma-pending"})
 
     @staticmethod
     def _why_pending(r) -> str:

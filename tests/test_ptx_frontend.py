@@ -332,18 +332,16 @@ def test_sink_operand_and_double_colon_opcodes():
     assert k.params[0].kind == "pointer" and k.params[0].space == "global"
     assert k.buffers["global_smem"].dynamic and k.buffers["global_smem"].shape == (None,)
     opaque = of(k, O.OPAQUE)
-    assert len(opaque) == 4
+    assert len(opaque) == 1
     tl002 = [d for d in m.diagnostics if d.code == "TL002"]
     assert [d.message.split("`")[1] for d in tl002] == [
-        "mbarrier.init.shared::cta.b64",
-        "mbarrier.arrive.expect_tx.shared::cta.b64",
-        "mbarrier.try_wait.parity.shared::cta.b64",
         "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes",
     ]
     assert all(d.severity.value == "warning" and d.kernel == "k" and d.name == "unsupported-construct" for d in tl002)
-    try_wait = opaque[2]
-    assert [r.type for r in try_wait.results] == ["pred"]
-    assert opaque[1].results == []  # `_` is not written
+    mbar = of(k, O.MBARRIER)
+    assert [i.attrs["kind"] for i in mbar] == ["init", "arrive", "try_wait"]
+    assert mbar[1].results == [] and mbar[1].attrs.get("tx")  # `_` is not written
+    assert [r.type for r in mbar[2].results] == ["pred"] and mbar[2].attrs.get("parity")
     assert [f.attrs.get("proxy") for f in of(k, O.FENCE)] == [True, True]
 
 
@@ -823,7 +821,8 @@ def test_arithmetic_compare_select_convert():
     assert mul[1].attrs == {"signed": False, "hi": True}
     assert of(k, O.MAD)[0].attrs["signed"] is True and len(of(k, O.MAD)) == 2
     shr = of(k, O.SHR)
-    assert [s.attrs["signed"] for s in shr] == [True, False]
+    assert [s.attrs["signed"] for s in shr] == [True, False, False]  # the third: bfe's shift
+    assert not of(k, O.PURE) or all(p.attrs["fn"] != "bfe" for p in of(k, O.PURE))  # bfe: shift and mask
     cmps = of(k, O.CMP)
     assert (cmps[0].attrs["cmp"], cmps[0].attrs["signed"], cmps[0].attrs["type"]) == ("lt", True, "s32")
     assert cmps[1].attrs["signed"] is None  # floats
@@ -840,7 +839,7 @@ def test_arithmetic_compare_select_convert():
     assert of(k, O.PACK)[0].results[0].type == "b64"
     ex = of(k, O.EXTRACT)
     assert [e.attrs["index"] for e in ex] == [0, 1]
-    assert [p.attrs["fn"] for p in of(k, O.PURE)] == ["bfe", "lop3", "popc", "testp"]
+    assert [p.attrs["fn"] for p in of(k, O.PURE)] == ["lop3", "popc", "testp"]  # bfe with constants: shift, mask
     assert of(k, O.PURE)[-1].results[0].type == "pred"
 
 
@@ -1240,7 +1239,8 @@ def test_nvcc_output_lowers_cleanly(name: str, flags: list[str], tmp_path: Path)
     assert [k.name for k in m.kernels] == entries
     for k in m.all_kernels():
         check_ssa(k)
-    n_bar = sum(1 for k in m.all_kernels() for i in k.instrs() if i.op is O.BARRIER)
+    # each barrier once: where a .func is inlined into a kernel, its copy is not counted again
+    n_bar = sum(1 for k in m.all_kernels() for i in k.instrs() if i.op is O.BARRIER and "call_site" not in i.attrs)
     assert n_bar == len(re.findall(r"\b(?:bar|barrier)\.(?:sync|red|arrive)\b", text))
     if "-lineinfo" in flags:
         assert any(i.origin is not None and i.origin.outermost().path.endswith(cu.name)
@@ -1268,15 +1268,20 @@ def test_labels_of_scoped_blocks_are_local():
     k = m.kernels[0]
     done = [b for b in k.blocks if b.name.startswith("DONE")]
     assert [b.name for b in done] == ["DONE", "DONE'3"]
-    cmps = [i for i in of(k, O.CMP) if i.attrs["cmp"] in ("ne", "lt") and i.args[0].source_name == "%r1"]
+    # (the callee is inlined: a compare on the value it returns, also named %r1 there, is not one of them)
+    cmps = [i for i in of(k, O.CMP) if i.attrs["cmp"] in ("ne", "lt") and i.args[0].source_name == "%r1"
+            and i.args[0].defn.op is O.SPECIAL]
     assert [c.result.source_name for c in cmps] == ["p", "p"]
     assert cmps[0].result.name != cmps[1].result.name
     # each `@p bra DONE` jumps to the DONE of its own block
     assert cmps[0].block.terminator.attrs["targets"][0] is done[0]
     assert cmps[1].block.terminator.attrs["targets"][0] is done[1]
-    [call] = of(k, O.CALL)
-    assert call.attrs["callee"] in m.functions and len(call.args) == 3
-    f = m.functions[call.attrs["callee"]]
+    # the call is inlined: the callee's instructions carry the call site
+    assert not of(k, O.CALL)
+    callees = {i.attrs["call_site"][0] for i in k.instrs() if "call_site" in i.attrs}
+    [callee] = callees
+    assert callee in m.functions
+    f = m.functions[callee]
     assert f.blocks[-1].instrs[-1].args[0].defn.attrs["value"] == 0
 
 
@@ -1339,3 +1344,25 @@ def test_register_params_and_returns_of_old_style_funcs():
     assert add.args == [p.value, p.value]
     ret = f.blocks[-1].instrs[-1]
     assert ret.op is O.RET and ret.args == [add.result]
+
+
+def test_calls_to_funcs_are_inlined():
+    """A kernel's calls to .func bodies are replaced by copies of them: SSA
+    holds, the call's result is the callee's returned value, the callee's
+    instructions keep their spans and carry the call site, and a callee
+    called twice is copied twice (its own .func is still linted alone)."""
+    path = HERE.parent / "fixtures" / "ptx" / "collectives" / "func_calls.ptx"
+    m = lower(path.read_text(), path.name)
+    k = kernel(m, "neighbours_synced")
+    check_ssa(k)
+    assert not of(k, O.CALL)
+    sites = [i.attrs["call_site"] for i in k.instrs() if "call_site" in i.attrs]
+    assert {s[0] for s in sites} == {"_Z3putPfif", "first_slot", "right_neighbour"}
+    loads = [i for i in of(k, O.LOAD) if i.attrs.get("space") == "shared"]
+    assert len(loads) == 2 and all("call_site" in i.attrs for i in loads)
+    store = [i for i in of(k, O.STORE) if i.attrs.get("space") == "global"][0]
+    assert store.args[1] is loads[-1].results[0]  # the value right_neighbour returns
+    assert set(m.functions) == {"_Z3putPfif", "right_neighbour", "first_slot", "block_barrier"}
+    k2 = kernel(m, "lower_half_barrier_call")
+    [bar] = of(k2, O.BARRIER)
+    assert bar.attrs["call_site"][0] == "block_barrier" and bar.attrs["call_site"][1].line > bar.span.line

@@ -22,7 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from kernelgen import generate
 
-from tolk_lint.analysis.uniform import placements, uniformity
+from tolk_lint.analysis.placements import placements
+from tolk_lint.analysis.uniform import uniformity
 from tolk_lint.config import DEFAULT_SETTINGS
 from tolk_lint.ir.interp import NotSupported
 from tolk_lint.ir.nodes import Module

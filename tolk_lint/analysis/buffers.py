@@ -3,17 +3,18 @@
 The facts the uniformity seeds and the memory analysis both need, below
 both of them: the buffer an address points into (`address_root`,
 `mem_root`), an access's address space (`space_of`), which instructions
-write memory (`is_write`) or are workgroup barriers (`is_barrier`), and
-which shared-memory writes a barrier orders before which loads
-(`MemoryOrder`).
+write memory (`is_write`) or are workgroup barriers (`is_barrier`), which
+shared-memory writes a barrier orders before which loads (`MemoryOrder`),
+and the bytes of its buffer a PTX access may touch (`byte_range`).
 
-Imports only the IR.
+Imports only the IR (and `mbarriers`, which does too).
 """
 
 from __future__ import annotations
 
 import bisect
 
+from tolk_lint.analysis.mbarriers import acts_as_barrier
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
 from tolk_lint.ir.opcodes import MEMORY_WRITES, Opcode
 
@@ -99,7 +100,11 @@ def is_write(ins: Instr) -> bool:
 
 
 def is_barrier(ins: Instr) -> bool:
-    return ins.op is O.BARRIER and ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
+    """A workgroup barrier: ``bar.sync``-like, or an ``mbarrier.arrive`` that
+    orders like one (`tolk_lint.analysis.mbarriers`)."""
+    if ins.op is O.BARRIER:
+        return ins.attrs.get("kind", "sync") in ("sync", "red", "grid", "")
+    return ins.op is O.MBARRIER and ins.attrs.get("kind") == "arrive" and acts_as_barrier(ins)
 
 
 class MemoryOrder:
@@ -200,3 +205,132 @@ def _lowest_bit(x: int) -> int:
 
 def _roots_may_alias(a: tuple[str, str] | None, b: tuple[str, str] | None) -> bool:
     return a is None or b is None or a == b
+
+
+# ---------------------------------------------------------------------------
+# Byte ranges: which bytes of its buffer an access may touch.
+
+_RANGE_LIMIT = 1 << 31  # offsets stay far from wrapping around
+
+
+def byte_range(ins: Instr, kernel: Kernel) -> tuple[int, int] | None:
+    """The bytes ``[lo, hi)`` of its buffer that memory instruction ``ins``
+    may touch, offsets from the buffer's start: its address read as an
+    interval (constants, thread indices within the launch, shifts, masks,
+    remainders...), widened by its access size; None when the address is not
+    an offset from a named buffer or cannot be bounded. Sound for every
+    thread and trip: an interval, never a guess."""
+    if not ins.args or kernel.language != "ptx":  # Python accesses carry element indices, not byte addresses
+        return None
+    size = _access_bytes(ins)
+    if size is None:
+        return None
+    got = _interval(ins.args[0], kernel, 0)
+    if got is None:
+        return None
+    lo, hi = got
+    return lo, hi + size
+
+
+def ranges_disjoint(a: Instr, b: Instr, kernel: Kernel) -> bool:
+    """Whether two accesses of one buffer provably touch disjoint bytes."""
+    ra, rb = byte_range(a, kernel), byte_range(b, kernel)
+    return ra is not None and rb is not None and (ra[1] <= rb[0] or rb[1] <= ra[0])
+
+
+def _access_bytes(ins: Instr) -> int | None:
+    if ins.op is O.LOAD:
+        vals = ins.results
+    elif ins.op in (O.STORE, O.ATOMIC):
+        vals = ins.args[1:]
+    else:
+        return None
+    if not vals:
+        return None
+    from tolk_lint.ir.nodes import type_bits
+
+    bits = [type_bits(v.type) for v in vals if v.type != "pred"]
+    return max(1, sum(bits) // 8) if bits and all(bits) else None
+
+
+def _interval(v: Value, kernel: Kernel, depth: int) -> tuple[int, int] | None:
+    d = v.defn
+    if d is None or depth > 24:
+        return None
+    op = d.op
+    if op is O.ADDR:
+        return (0, 0)
+    if op is O.CONST:
+        x = d.attrs.get("value")
+        return (x, x) if isinstance(x, int) and not isinstance(x, bool) else None
+    if op is O.SPECIAL:
+        return _special_range(str(d.attrs.get("name", "")), kernel)
+    if op is O.CVT and d.args:
+        inner = _interval(d.args[0], kernel, depth + 1)
+        return inner if inner is not None and inner[0] >= 0 else None  # a negative one may be zero-extended
+    args = [_interval(a, kernel, depth + 1) for a in d.args] if op in _RANGED else None
+    if args is None or any(a is None for a in args):
+        if op is O.AND and len(d.args) == 2:
+            c = _interval(d.args[1], kernel, depth + 1)
+            if c is not None and c[0] == c[1] and c[0] >= 0:
+                return (0, c[0])
+        if op is O.REM and len(d.args) == 2 and not d.attrs.get("signed"):
+            c = _interval(d.args[1], kernel, depth + 1)
+            if c is not None and c[0] == c[1] and c[0] > 0:
+                return (0, c[0] - 1)
+        return None
+    out = _apply_range(op, args, d)
+    if out is None or out[0] < -_RANGE_LIMIT or out[1] >= _RANGE_LIMIT:
+        return None
+    return out
+
+
+_RANGED = frozenset({O.ADD, O.SUB, O.MUL, O.MAD, O.SHL, O.SHR, O.AND, O.REM, O.MIN, O.MAX, O.SELECT, O.DIV})
+
+
+def _apply_range(op, args, d: Instr) -> tuple[int, int] | None:
+    if op is O.ADD and len(args) == 2:
+        return args[0][0] + args[1][0], args[0][1] + args[1][1]
+    if op is O.SUB and len(args) == 2:
+        return args[0][0] - args[1][1], args[0][1] - args[1][0]
+    if op in (O.MUL, O.MAD) and len(args) >= 2 and not d.attrs.get("hi"):
+        (a0, a1), (b0, b1) = args[0], args[1]
+        prods = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+        lo, hi = min(prods), max(prods)
+        if op is O.MAD:
+            if len(args) != 3:
+                return None
+            lo, hi = lo + args[2][0], hi + args[2][1]
+        return lo, hi
+    if op is O.SHL and len(args) == 2 and args[1][0] == args[1][1] and 0 <= args[1][0] < 31 and args[0][0] >= 0:
+        return args[0][0] << args[1][0], args[0][1] << args[1][0]
+    if op is O.SHR and len(args) == 2 and args[1][0] == args[1][1] and 0 <= args[1][0] < 64 and args[0][0] >= 0:
+        return args[0][0] >> args[1][0], args[0][1] >> args[1][0]
+    if op is O.DIV and len(args) == 2 and args[1][0] == args[1][1] and args[1][0] > 0 and args[0][0] >= 0:
+        return args[0][0] // args[1][0], args[0][1] // args[1][0]
+    if op is O.AND and len(args) == 2 and args[1][0] == args[1][1] and args[1][0] >= 0 and args[0][0] >= 0:
+        return 0, min(args[0][1], args[1][0])
+    if op is O.REM and len(args) == 2 and args[1][0] == args[1][1] and args[1][0] > 0 and args[0][0] >= 0:
+        return 0, min(args[0][1], args[1][0] - 1)
+    if op is O.MIN and len(args) == 2:
+        return min(args[0][0], args[1][0]), min(args[0][1], args[1][1])
+    if op is O.MAX and len(args) == 2:
+        return max(args[0][0], args[1][0]), max(args[0][1], args[1][1])
+    if op is O.SELECT and len(args) == 3:
+        return min(args[1][0], args[2][0]), max(args[1][1], args[2][1])
+    return None
+
+
+def _special_range(name: str, kernel: Kernel) -> tuple[int, int] | None:
+    base, _, dim = name.partition(".")
+    block = kernel.launch.block
+    if base == "tid" and dim in ("x", "y", "z"):
+        n = block["xyz".index(dim)] if block is not None else (kernel.launch.threads or 1024)
+        return (0, max(0, n - 1))
+    if base == "ntid" and dim in ("x", "y", "z"):
+        return (block["xyz".index(dim)],) * 2 if block is not None else (1, kernel.launch.threads or 1024)
+    if name == "laneid":
+        return (0, 31)
+    if name == "warpid":
+        return (0, 31)
+    return None

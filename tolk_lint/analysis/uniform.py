@@ -27,15 +27,22 @@ Control divergence. A BRANCH on a varying condition is divergent::
         J: %x.3 = phi(%x.1, %x.2)   <- varying: threads arrive from both sides
 
 Every PHI in a block where paths from a divergent branch meet before (or at)
-its immediate post-dominator is varying (*sync dependence*; we take every
-join block of the region, a safe superset of LLVM's exact join set). A loop
-whose exit branch is divergent runs different trip counts in different
-threads: its values used after the loop are varying (*temporal divergence*),
-and so is every block of an irreducible cycle.
+its immediate post-dominator is varying (*sync dependence*; `join_blocks`:
+the blocks reached from two of its successors, a safe superset of LLVM's
+exact join set -- a loop inside one side of the branch is no join). A loop
+whose exit branch is divergent, or that holds a divergent branch whose
+post-dominator lies outside it (threads may leave before they meet again),
+runs different trip counts in different threads: its values used after the
+loop are varying (*temporal divergence*), and so is every block of an
+irreducible cycle.
 
 Two levels. ``workgroup`` (for barriers) and ``warp`` (for warp collectives
-and tensor cores): at the warp level ``vote``/``redux``/``activemask``
-results are uniform, and Z3 is asked about two threads of one warp.
+and tensor cores), and a third, ``warpgroup``, for kernels with Hopper's
+``wgmma`` (the workgroup's taint, Z3 asked about two threads of one
+warpgroup): at the warp level the results of ``vote``/``redux`` over the
+full mask are uniform (those of other masks, and ``activemask``, only for
+the lanes that run them together), and Z3 is asked about two threads of one
+warp.
 
 Z3. The taint rules are sound and incomplete: ``(tid & 0) + n`` is called
 varying. For the values that decide a diagnostic -- the conditions of
@@ -57,7 +64,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 from tolk_lint import budget
@@ -65,8 +72,10 @@ from tolk_lint.analysis.buffers import (
     MemoryOrder,
     _lowest_bit,
     _roots_may_alias,
+    byte_range,
     is_barrier,
     mem_root,
+    ranges_disjoint,
     space_of,
 )
 from tolk_lint.analysis.uniformity_info import Proof, Reason, UniformityInfo
@@ -78,6 +87,7 @@ from tolk_lint.ir.opcodes import (
     TENSOR_CORE_OPS,
     WARP_COLLECTIVES,
     WARP_UNIFORM_RESULTS,
+    WARPGROUP_OPS,
     Opcode,
     special_varies,
 )
@@ -132,31 +142,23 @@ class _Propagator:
         self.info.branch_reasons[block] = reason
         term = block.terminator
         cfg = self.cfg
-        # sync dependence: joins between the branch and its post-dominator
+        # sync dependence: the blocks where threads that split here meet again
         stop = cfg.ipdom.get(block)
-        seen: set[Block] = set()
-        stack = list(block.succs)
-        while stack:
-            x = stack.pop()
-            if x in seen:
-                continue
-            seen.add(x)
-            if len(x.preds) > 1:
-                for phi in x.phis():
-                    self.mark(phi.result, Reason(f"merged where threads that split at line {_line(term)} meet",
-                                                 phi, term.args[0] if term and term.args else None))  # fmt: skip
-            if x is stop:
-                continue
-            stack.extend(x.succs)
+        for x in join_blocks(block, stop):
+            for phi in x.phis():
+                self.mark(phi.result, Reason(f"merged where threads that split at line {_line(term)} meet",
+                                             phi, term.args[0] if term and term.args else None))  # fmt: skip
         # stores under this branch leave their local buffers varying
         for x in self.facts.controlled(block):
             for ins in x.instrs:
                 if ins in self.facts.local_store_set:
                     self.mark_buffer(mem_root(ins), Reason(f"is written under a divergent branch (line {_line(ins)})",
                                                            ins, term.args[0] if term and term.args else None))  # fmt: skip
-        # a divergent exit makes the loop's trips vary
+        # a divergent exit makes the loop's trips vary, and so does a branch
+        # whose threads may leave the loop before they meet again (its
+        # post-dominator lies outside: `if (c) { ...; break; }`)
         for lp in cfg.loops_around(block):
-            if any(s not in lp.blocks for s in block.succs):
+            if stop is None or stop not in lp.blocks or any(s not in lp.blocks for s in block.succs):
                 self.mark_loop(lp, Reason(f"its exit at line {_line(term)} depends on a varying value", term,
                                           term.args[0] if term and term.args else None))  # fmt: skip
 
@@ -198,8 +200,11 @@ class _Propagator:
                 if not k.is_entry:
                     self.mark_results(ins, Reason(f"parameter `{ins.attrs.get('name')}` of a called body", ins))
             elif op in WARP_UNIFORM_RESULTS:
-                if level == "workgroup":
+                if level != "warp":
                     self.mark_results(ins, Reason(f"`{ins.text or op.value}` is the same only within a warp", ins))
+                elif not _whole_warp(ins):
+                    self.mark_results(ins, Reason(f"`{ins.text or op.value}` is the same only for the lanes that run "
+                                                  "it together", ins))  # fmt: skip
             elif op in DIVERGENCE_SOURCES:
                 self.mark_results(ins, Reason(f"`{ins.text or op.value}` returns a per-thread value", ins))
             elif op is O.LOAD:
@@ -263,6 +268,45 @@ class _Propagator:
 # The ops `_Propagator.visit` treats otherwise than "a varying operand makes
 # the results vary"; `run` handles every other op inline.
 _VISIT_OPS = frozenset({O.BRANCH, O.PHI, O.STORE, O.BARRIER}) | MEMORY_WRITES | WARP_UNIFORM_RESULTS
+
+
+def join_blocks(branch: Block, stop: Block | None) -> list[Block]:
+    """The blocks where threads that split at ``branch`` may meet again
+    before ``stop`` (its immediate post-dominator; None: they may never):
+    those reached from two different successors of the branch on paths that
+    neither pass ``stop`` nor come back to the branch. LLVM's join blocks,
+    a superset of its exact set; a loop header inside one side of the branch
+    is reached from that side alone, so its phis stay as they are."""
+    reached_from: dict[Block, int] = {}
+    joins: list[Block] = []
+    for side, s in enumerate(dict.fromkeys(branch.succs)):
+        seen: set[Block] = set()
+        stack = [s]
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            first = reached_from.setdefault(x, side)
+            if first != side and first >= 0:
+                reached_from[x] = -1  # reached from two sides: a join
+                joins.append(x)
+            if x is stop or x is branch:
+                continue
+            stack.extend(x.succs)
+    return joins
+
+
+def _whole_warp(ins: Instr) -> bool:
+    """A vote or reduction over the full constant mask: every lane of the
+    warp runs it together (a lane that does not is TL103's finding), so all
+    get one result. With another mask only the lanes it names agree, and
+    ``activemask`` returns whichever lanes happen to run with the caller."""
+    if ins.op is O.ACTIVEMASK or len(ins.args) < 2 or ins.attrs.get("sync") is False:
+        return False
+    d = ins.args[1].defn
+    v = d.attrs.get("value") if d is not None and d.op is O.CONST else None
+    return isinstance(v, int) and (v & 0xFFFFFFFF) == 0xFFFFFFFF
 
 
 def describe(v: Value | None) -> str:
@@ -390,6 +434,21 @@ class _KernelFacts:
                     stack.append(y)
         return out
 
+    def _drop_disjoint(self, ld: Instr, hits: int, writes: list[Instr]) -> int:
+        """``hits`` without the writers of ``ld``'s buffer whose bytes provably
+        miss the bytes it reads (a flag field after a histogram: one struct
+        of TempStorage, told apart by offsets)."""
+        if byte_range(ld, self.k) is None:
+            return hits
+        out, rest = hits, hits
+        while rest:
+            i = _lowest_bit(rest)
+            rest &= ~(1 << i)
+            w = writes[i]
+            if w.op in (O.STORE, O.ATOMIC) and self.root(w) == self.root(ld) and ranges_disjoint(ld, w, self.k):
+                out &= ~(1 << i)
+        return out
+
     def load_seed(self, ld: Instr) -> str | None:
         """Why a load varies whatever its address, or None (cached)."""
         if ld not in self._seeds:
@@ -426,6 +485,7 @@ class _KernelFacts:
             writes = self._shared_writers
             before, after = self.memory.unordered_sets(ld, writes)
             hits = (before | after) & self._alias_mask(root)
+            hits = self._drop_disjoint(ld, hits, writes)
             if not hits:
                 return None
             i = _lowest_bit(hits)  # the first writer in program order, as a reader reads the message
@@ -454,7 +514,8 @@ def compute(
     that one level calls uniform and the other varying, no vote/redux/
     activemask): then it is computed once and copied."""
     if not forced and not uniform_loops:
-        key = "workgroup" if level == "warp" and _levels_agree(kernel) else level
+        # the warpgroup level seeds what the workgroup level does (several warps)
+        key = "workgroup" if level == "warpgroup" or (level == "warp" and _levels_agree(kernel)) else level
         return kernel.cached(f"uniform_taint:{key}", lambda k: _compute(k, key, set(), set())).copy(level)
     return _compute(kernel, level, forced or set(), uniform_loops or set())
 
@@ -504,8 +565,12 @@ def sync_ops(kernel: Kernel, module: Module | None) -> list[Instr]:
 
 
 def needs_level(ins: Instr, holders: set[str] | None = None) -> str:
-    if ins.op is O.BARRIER or ins.op is O.CALL:
+    """The threads ``ins`` needs together: the workgroup (barriers, calls
+    holding one), the warpgroup (``wgmma``) or the warp."""
+    if ins.op is O.CALL or is_barrier(ins):
         return "workgroup"
+    if ins.op in WARPGROUP_OPS:
+        return "warpgroup"
     return "warp"
 
 
@@ -533,13 +598,18 @@ def barrier_functions(module: Module | None) -> set[str]:
 
 @dataclass
 class Uniformity:
-    """Both levels, refined by Z3."""
+    """Both levels, refined by Z3; and the warpgroup level for a kernel with
+    ``wgmma`` (the workgroup's taint, refined for two threads of one
+    warpgroup: ``warpid`` varies there, a branch on ``tid.x / 128`` does not)."""
 
     kernel: Kernel
     workgroup: UniformityInfo
     warp: UniformityInfo
+    warpgroup: UniformityInfo | None = None
 
     def at(self, level: str) -> UniformityInfo:
+        if level == "warpgroup":
+            return self.warpgroup or self.workgroup
         return self.workgroup if level == "workgroup" else self.warp
 
 
@@ -551,11 +621,13 @@ def uniformity(kernel: Kernel, module: Module | None = None, settings=None) -> U
     rlimit = getattr(settings, "solver_rlimit", None) or smt.DEFAULT_RLIMIT
     ops = sync_ops(kernel, module)
     infos = {}
-    for level in LEVELS:
-        relevant = [i for i in ops if needs_level(i) == level or (level == "warp" and i.op in TENSOR_CORE_OPS)]
+    levels = LEVELS + (("warpgroup",) if any(i.op in WARPGROUP_OPS for i in ops) else ())
+    for level in levels:
+        relevant = [i for i in ops if needs_level(i) == level
+                    or (level == "warp" and i.op in TENSOR_CORE_OPS and i.op not in WARPGROUP_OPS)]  # fmt: skip
         infos[level] = refine(kernel, level, relevant, rlimit)
         infos[level].module = module
-    return Uniformity(kernel, infos["workgroup"], infos["warp"])
+    return Uniformity(kernel, infos["workgroup"], infos["warp"], infos.get("warpgroup"))
 
 
 def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> UniformityInfo:
@@ -672,127 +744,3 @@ def dump_uniformity(u: Uniformity) -> str:
 
 def iter_varying(info: UniformityInfo, values: Iterable[Value]) -> list[Value]:
     return [v for v in values if v in info.varying]
-
-
-# ---------------------------------------------------------------------------
-# Where each synchronising op runs: the verdicts TL101/TL102/TL103 report.
-
-
-@dataclass
-class Placement:
-    """Why an op that needs its threads together may not have them.
-
-    ``code`` follows the acceptance conventions: TL102 for a barrier or a
-    tensor-core op in a loop whose trips may differ (or any collective in a
-    loop whose trips differ within the warp: TL103), TL101 for a barrier
-    under a varying branch, TL103 for a warp collective under control that
-    varies within the warp while its mask names every lane."""
-
-    code: str
-    op: Instr
-    level: str
-    loop: Loop | None = None
-    branch: Block | None = None
-    cause: Value | None = None
-    reasons: list[Reason] = field(default_factory=list)
-    proof: Proof | None = None
-    exits_early: Instr | None = None  # a RET/EXIT some threads take instead
-
-
-def _full_mask(ins: Instr) -> Value | None:
-    """The mask operand of a collective, or None for ops that have none
-    (tensor cores: every lane, always)."""
-    idx = {O.SHUFFLE: 3, O.VOTE: 1, O.MATCH: 1, O.REDUX: 1, O.WARP_SYNC: 0}.get(ins.op)
-    if idx is None or idx >= len(ins.args):
-        return None
-    return ins.args[idx]
-
-
-def _const_value(v: Value | None):
-    if v is not None and v.defn is not None and v.defn.op is O.CONST:
-        return v.defn.attrs.get("value")
-    return None
-
-
-def placements(kernel: Kernel, module: Module | None = None, settings=None) -> list[Placement]:
-    """Every barrier, collective and tensor-core op of ``kernel`` that may run
-    without all the threads it needs (cached per kernel)."""
-    return kernel.cached("placements", lambda k: _placements(k, module, settings))
-
-
-def _placements(kernel: Kernel, module: Module | None, settings) -> list[Placement]:
-    u = kernel.cached("uniformity", lambda k: uniformity(k, module, settings))
-    cfg = cfg_of(kernel)
-    out: list[Placement] = []
-    for ins in sync_ops(kernel, module):
-        if ins.op in (O.SHUFFLE, O.VOTE, O.MATCH, O.REDUX) and ins.attrs.get("sync") is False:
-            continue
-        tensor = ins.op in TENSOR_CORE_OPS
-        collective = ins.op in WARP_COLLECTIVES and not tensor
-        level = "warp" if (tensor or collective) else "workgroup"
-        info = u.at(level)
-        # loops first: a barrier in a loop whose trips vary is TL102 only
-        loop = next((lp for lp in cfg.loops_around(ins.block) if lp in info.divergent_loops), None)
-        if loop is not None:
-            cause = info.loop_reasons.get(loop)
-            code = "TL103" if collective else "TL102"
-            out.append(Placement(code, ins, level, loop=loop, cause=cause.source if cause else None,
-                                 reasons=([cause] if cause else []) + (info.why(cause.source) if cause and cause.source else []),
-                                 proof=info.loop_proofs.get(loop)))  # fmt: skip
-            continue
-        branches = _controlling_branches(cfg, ins.block, info)
-        # a loop's own exit branches are the loop rule's business
-        branches = [b for b in branches if not any(
-            lp.contains(b) and any(s not in lp.blocks for s in b.succs) for lp in cfg.loops_around(ins.block))]  # fmt: skip
-        if not branches:
-            continue
-        if collective:
-            mask = _const_value(_full_mask(ins))
-            if mask is None and _full_mask(ins) is not None:
-                continue  # a computed mask (activemask, ballot): it names the lanes that are there
-            if mask is not None and (int(mask) & 0xFFFFFFFF) != 0xFFFFFFFF:
-                from tolk_lint.analysis import smt
-
-                if smt.mask_matches_branch(kernel, ins, int(mask), info):
-                    continue
-        b = _nearest(cfg, ins.block, branches)
-        term = b.terminator
-        cause = term.args[0] if term is not None and term.args else None
-        reasons = [info.branch_reasons[b]] if b in info.branch_reasons else []
-        if cause is not None:
-            reasons += info.why(cause)
-        code = "TL101" if level == "workgroup" else "TL103"
-        out.append(Placement(code, ins, level, branch=b, cause=cause, reasons=reasons,
-                             proof=info.proofs.get(cause), exits_early=_early_exit(cfg, b, ins.block)))  # fmt: skip
-    return out
-
-
-def _nearest(cfg: CFG, block: Block, branches: list[Block]) -> Block:
-    """The controlling branch closest to ``block`` (latest in dominance order)."""
-    return max(branches, key=lambda b: cfg.order.get(b, 0))
-
-
-def _early_exit(cfg: CFG, branch: Block, target: Block) -> Instr | None:
-    """A RET/EXIT some threads take at ``branch`` instead of reaching
-    ``target``: reachable from the branch without passing ``target``, and not
-    reachable from ``target`` (so not the kernel's common end)."""
-    after: set[Block] = set()
-    stack = [target]
-    while stack:
-        x = stack.pop()
-        if x in after:
-            continue
-        after.add(x)
-        stack.extend(x.succs)
-    seen: set[Block] = set()
-    stack = list(branch.succs)
-    while stack:
-        x = stack.pop()
-        if x in seen or x is target:
-            continue
-        seen.add(x)
-        t = x.terminator
-        if t is not None and t.op in (O.RET, O.EXIT) and x not in after:
-            return t
-        stack.extend(x.succs)
-    return None

@@ -1,6 +1,7 @@
 """The one IR both front ends produce: see `nodes` (the data), `opcodes`
 (the closed opcode set and its semantics tables), `builder` (SSA
-construction), `cfg` (dominance, loops, control dependence) and `printer`."""
+construction), `cfg` (dominance, loops, control dependence), `inline`
+(calls replaced by their callees' bodies) and `printer`."""
 
 from tolk_lint.ir.builder import Builder
 from tolk_lint.ir.nodes import (

@@ -36,11 +36,24 @@ attributes):
   ``red``), ``attrs["aligned"]``; ``syncthreads_count`` style reductions
   return a value.
 - WARP_SYNC mask; FENCE (``attrs["scope"]``).
+- MBARRIER addr [operand]: an arrive-wait barrier object in shared memory
+  (``mbarrier.*``, ``cp.async.mbarrier.arrive``); ``attrs["kind"]`` in
+  ``init inval arrive arrive_drop expect_tx complete_tx test_wait try_wait
+  pending_count cp_async_arrive``; ``init``'s operand is the expected count,
+  ``test_wait``/``try_wait``'s the state an ``arrive`` returned (or, with
+  ``attrs["parity"]``, a phase parity); ``attrs`` flag ``noinc``,
+  ``has_count``, ``no_complete``, ``tx``. `tolk_lint.analysis.mbarriers`
+  says which arrives order memory like a barrier.
 - SHUFFLE value lane clamp mask: ``attrs["mode"]`` (``idx up down bfly``).
 - VOTE pred mask: ``attrs["mode"]`` (``all any uni ballot``).
 - MATCH value mask; REDUX value mask; ACTIVEMASK.
 - MMA a... b... c...: ``attrs``: ``shape``, ``layouts``, ``dtypes``,
   ``kind`` (``mma`` or ``wmma``), ``counts`` (fragment lengths of a, b, c).
+- WGMMA: Hopper's warpgroup MMA, run by the four warps of a warpgroup
+  together; ``attrs["kind"]`` ``fence``, ``commit``, ``wait`` (``n``) or
+  ``mma`` (operands: accumulators, A registers or descriptor, B descriptor,
+  scale-d and immediates; ``counts`` = (accumulators, A parts); results:
+  the accumulators once its group is retired).
 - WMMA_LOAD addr [stride]; WMMA_STORE addr values... [stride];
   LDMATRIX addr; STMATRIX addr values...; MOVMATRIX value.
 - CALL args...: ``attrs["callee"]``; results as declared.
@@ -107,6 +120,7 @@ class Opcode(enum.Enum):
     MATCH = "match"
     REDUX = "redux"
     ACTIVEMASK = "activemask"
+    MBARRIER = "mbarrier"
     # tensor cores
     MMA = "mma"
     WMMA_LOAD = "wmma.load"
@@ -114,6 +128,7 @@ class Opcode(enum.Enum):
     LDMATRIX = "ldmatrix"
     STMATRIX = "stmatrix"
     MOVMATRIX = "movmatrix"
+    WGMMA = "wgmma"
     # calls and control
     CALL = "call"
     PHI = "phi"
@@ -147,16 +162,20 @@ WORKGROUP_BARRIERS = frozenset({O.BARRIER})
 # or that name their lanes with a mask operand.
 WARP_COLLECTIVES = frozenset(
     {O.WARP_SYNC, O.SHUFFLE, O.VOTE, O.MATCH, O.REDUX, O.MMA, O.WMMA_LOAD, O.WMMA_STORE,
-     O.LDMATRIX, O.STMATRIX, O.MOVMATRIX}
+     O.LDMATRIX, O.STMATRIX, O.MOVMATRIX, O.WGMMA}
 )  # fmt: skip
 
 # Tensor-core ops: held to the loop rule (TL102) like barriers.
-TENSOR_CORE_OPS = frozenset({O.MMA, O.WMMA_LOAD, O.WMMA_STORE, O.LDMATRIX, O.STMATRIX, O.MOVMATRIX})
+TENSOR_CORE_OPS = frozenset({O.MMA, O.WMMA_LOAD, O.WMMA_STORE, O.LDMATRIX, O.STMATRIX, O.MOVMATRIX, O.WGMMA})
+
+# Ops the four warps of a warpgroup (128 threads) run together.
+WARPGROUP_OPS = frozenset({O.WGMMA})
 
 # Whose results differ between threads by themselves (LLVM's
 # isSourceOfDivergence). SPECIAL is decided per register below.
 DIVERGENCE_SOURCES = frozenset(
-    {O.ATOMIC, O.SHUFFLE, O.MATCH, O.OPAQUE, O.CALL, O.MMA, O.WMMA_LOAD, O.LDMATRIX, O.MOVMATRIX}
+    {O.ATOMIC, O.SHUFFLE, O.MATCH, O.OPAQUE, O.CALL, O.MMA, O.WMMA_LOAD, O.LDMATRIX, O.MOVMATRIX, O.MBARRIER,
+     O.WGMMA}
 )
 
 # Whose results are the same in every lane of a warp that runs them together
@@ -165,7 +184,7 @@ WARP_UNIFORM_RESULTS = frozenset({O.VOTE, O.REDUX, O.ACTIVEMASK})
 
 HAS_SIDE_EFFECTS = frozenset(
     {O.STORE, O.ATOMIC, O.CP_ASYNC, O.CP_ASYNC_COMMIT, O.CP_ASYNC_WAIT, O.FENCE, O.BARRIER,
-     O.WARP_SYNC, O.WMMA_STORE, O.STMATRIX, O.CALL, O.OPAQUE, O.RET, O.EXIT}
+     O.WARP_SYNC, O.WMMA_STORE, O.STMATRIX, O.CALL, O.OPAQUE, O.RET, O.EXIT, O.MBARRIER, O.WGMMA}
 )  # fmt: skip
 
 MEMORY_READS = frozenset({O.LOAD, O.ATOMIC, O.CP_ASYNC, O.WMMA_LOAD, O.LDMATRIX})
@@ -188,14 +207,18 @@ SPECIAL_REGISTERS = {
     "clusterid.x": (False, False), "clusterid.y": (False, False), "clusterid.z": (False, False),
     "cluster_ctarank": (False, False), "cluster_nctarank": (False, False),
 }  # fmt: skip
+# %envreg0..31: set by the driver for the whole launch (cooperative groups'
+# grid sync reads its workspace pointer from them): one value everywhere.
+SPECIAL_REGISTERS.update({f"envreg{n}": (False, False) for n in range(32)})
 
 
 def special_varies(name: str, level: str = "workgroup") -> bool:
     """Whether special register ``name`` can differ between two threads of a
-    workgroup (``level="workgroup"``) or of a warp (``level="warp"``).
-    Unknown registers (``%envreg3``, ``%pm0``) are assumed to vary."""
+    workgroup (``level="workgroup"``, and ``"warpgroup"``: a warpgroup is
+    several warps) or of a warp (``level="warp"``).
+    Unknown registers (``%pm0``, ``%clock_hi``) are assumed to vary."""
     wg, warp = SPECIAL_REGISTERS.get(name, (True, True))
-    return wg if level == "workgroup" else warp
+    return warp if level == "warp" else wg
 
 
 # Memory spaces as the IR names them.

@@ -15,6 +15,7 @@ it):
 - `loops`: loop shapes read off the IR: constant trip counts, shifted,
   geometric and rotating (ring) counters, compilers' magic divisions, the
   trip period.
+- `warp_masks`: which pairs of lanes each warp sync orders (`LaneClasses`).
 - `phases`: barrier phases (`Phases`): which accesses a barrier-free stretch
   reaches, at which loop trips relative to its start.
 - `copies`: the cp.async group queue: the phases a copy is still pending in.

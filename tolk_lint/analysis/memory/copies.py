@@ -12,6 +12,9 @@ are the phases in which the copy is still *pending* for other threads, the
 accesses met before the wait are the copying thread's own hazards. Trips
 are kept relative to the copy (trip k; a slot ``k mod S`` is then a function
 of ``k``), so the verdict holds for every trip, not for a few unrolled ones.
+A ``cp.async.mbarrier.arrive`` followed by an arrive on that mbarrier that
+acts as a barrier (`tolk_lint.analysis.mbarriers`) retires and publishes
+the copies at once: the wait after it completes only when they have landed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tolk_lint.analysis.mbarriers import object_of
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -54,16 +58,28 @@ def copy_walk(phases: Phases, c: Access, level: str = "workgroup") -> PendingWal
     uncommitted: set = set()
     never = False
     seen: set = set()
-    work = [(b0, i0, phases.vec0(b0), 0, False)]
+    work = [(b0, i0, phases.vec0(b0), 0, False, frozenset())]
     while work:
-        b, i, vec, cm, ret = work.pop()
-        key = (b, i, vec, cm, ret)
+        b, i, vec, cm, ret, armed = work.pop()
+        key = (b, i, vec, cm, ret, armed)
         if key in seen:
             continue
         seen.add(key)
         stopped = False
         for ins in b.instrs[i:]:
             op = ins.op
+            if not ret and op is O.MBARRIER:
+                # cp.async.mbarrier.arrive: the copies so far arrive on that
+                # mbarrier when they land; an arrive on it that acts as a
+                # barrier (`mbarriers`) then also retires them
+                name = object_of(ins)
+                if ins.attrs.get("kind") == "cp_async_arrive" and not ins.attrs.get("noinc") and name:
+                    armed = armed | {name}
+                elif name in armed and phases.boundary(ins, level):
+                    retiring.add(ins)
+                    stopped = True
+                    break
+                continue
             if not ret:
                 if op is O.CP_ASYNC_COMMIT:
                     cm = min(cm + 1, capc)
@@ -96,7 +112,7 @@ def copy_walk(phases: Phases, c: Access, level: str = "workgroup") -> PendingWal
                 never = True
             continue
         for s in b.succs:
-            work.append((s, 0, phases.step(vec, b, s), cm, ret))
+            work.append((s, 0, phases.step(vec, b, s), cm, ret, armed))
     return PendingWalk(frozenset(bars), frozenset(own), frozenset(retiring), frozenset(short),
                        frozenset(uncommitted), never)  # fmt: skip
 

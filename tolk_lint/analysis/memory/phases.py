@@ -17,9 +17,11 @@ Paths also record the uniform branches they took (outside loops): two
 accesses whose paths took one uniform branch two ways are never in one
 phase; and a thread still inside a loop whose exit is uniform cannot meet
 one that left it at an earlier trip. ``bar.warp.sync`` /
-``cuda.syncwarp()`` with the full mask end a phase for two lanes of one
-warp: pairs of one warp are checked against the warp-level phases, pairs of
-two warps against the workgroup-level ones.
+``cuda.syncwarp(mask)`` end a phase for the pairs of lanes of one warp their
+masks name (`warp_masks.LaneClasses`): pairs of one warp are checked, class
+by class, against the phases of the level ``warp`` (full masks) or
+``warp:<ids>`` (the syncs that order that class), pairs of two warps against
+the workgroup-level ones.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from tolk_lint import budget
 from tolk_lint.analysis.buffers import is_barrier
+from tolk_lint.analysis.memory.warp_masks import LaneClasses
 from tolk_lint.analysis.uniform import barrier_functions
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Module
@@ -61,7 +64,8 @@ class Phases:
         self.uniform_branches: set[Block] = set()  # set by MemoryCore: uniform two-way branches outside loops
         self._free_cycles: dict[tuple, bool] = {}
         self._loops_outer: dict[Block, tuple[Loop, ...]] = {}
-        self.has_warp_sync = any(self._warp_boundary(i) for i in kernel.instrs())
+        self.lanes = LaneClasses(kernel)
+        self.has_warp_sync = self.lanes.any()
 
     def loops(self, b: Block) -> tuple[Loop, ...]:
         got = self._loops_outer.get(b)
@@ -77,15 +81,7 @@ class Phases:
             return True
         if ins.op is O.CALL and ins.attrs.get("callee") in self.holders:
             return True
-        return level == "warp" and self._warp_boundary(ins)
-
-    def _warp_boundary(self, ins: Instr) -> bool:
-        if ins.op is not O.WARP_SYNC or not ins.args:
-            return False
-        d = ins.args[0].defn
-        if d is not None and d.op is O.CONST and isinstance(d.attrs.get("value"), int):
-            return (d.attrs["value"] & 0xFFFFFFFF) == 0xFFFFFFFF
-        return False
+        return level != "workgroup" and self.lanes.orders(ins, level)
 
     def free_cycle(self, lp: Loop, level: str) -> bool:
         """Whether ``lp`` has a cycle through its header with no boundary: a

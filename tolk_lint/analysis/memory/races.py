@@ -2,7 +2,8 @@
 
 Candidates: for TL201, the pairs of plain accesses (one of them a write)
 that one barrier phase reaches, pairs of two warps against the workgroup
-phases and pairs of one warp against the warp phases; for TL204, every
+phases and pairs of one warp against the warp phases of their class of lane
+pairs (`warp_masks`: the partial-mask syncs that order them); for TL204, every
 access against the copies pending in its phase (`copies.copy_walk`), and the
 copying thread's own accesses before the wait that retires the copy.
 
@@ -42,6 +43,7 @@ from tolk_lint.analysis.memory.loops import inside_successor
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
 from tolk_lint.analysis.memory.query import model_value
 from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
+from tolk_lint.analysis.memory.warp_masks import lane_pair_constraint
 
 if TYPE_CHECKING:
     from tolk_lint.analysis.memory.accesses import Access
@@ -71,6 +73,7 @@ class RaceSearch:
         self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
         self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
         self._level: str | None = None  # the level whose TL201 pairs are being solved
+        self._lane_rows: list[int] | None = None  # the lane classes of the warp sync whose pairs are solved
 
     def run(self) -> list[Race]:
         """TL201's races, then TL204's hazards."""
@@ -80,10 +83,10 @@ class RaceSearch:
         out: list[Race] = []
         # TL201: plain accesses, per phase; pairs of two warps against the
         # workgroup phases, pairs of one warp against the warp phases.
-        levels = [("workgroup", False if ph.has_warp_sync else None)]
+        levels = [("workgroup", False if ph.has_warp_sync else None, None)]
         if ph.has_warp_sync:
-            levels.append(("warp", True))
-        for level, same_warp in levels:
+            levels += [(level, True, rows) for level, rows in ph.lanes.classes]
+        for level, same_warp, lane_rows in levels:
             cands: dict[tuple, bool] = {}
             for start in ph.starts(level):
                 budget.check("the race search (the %s phases' accesses)", level)
@@ -110,7 +113,7 @@ class RaceSearch:
                         cands[key] = False
                         self._starts.setdefault((level,) + _pair_id(key), set()).add(start)
             self._level = level
-            out += self._solve_pairs(cands, "TL201", same_warp=same_warp)
+            out += self._solve_pairs(cands, "TL201", same_warp=same_warp, lane_rows=lane_rows)
             self._level = None
         # TL204: every access against the copies pending in its phase
         copies = [a for a in self.mf.shared if a.kind == "copy"]
@@ -196,11 +199,13 @@ class RaceSearch:
 
     # -- solving pairs ------------------------------------------------------------------
     def _solve_pairs(self, pairs: dict[tuple, bool], code: str, same_warp: bool | None = None,
-                     walks: dict | None = None, same_thread: bool = False) -> list[Race]:  # fmt: skip
+                     walks: dict | None = None, same_thread: bool = False,
+                     lane_rows: list[int] | None = None) -> list[Race]:  # fmt: skip
         """Group the pairs by their first access and solve each group with
         one disjunction, peeling off the partners each model satisfies.
         ``pairs`` maps each pair to whether its second access is known to
-        come after the first (found by walking on from it)."""
+        come after the first (found by walking on from it). ``lane_rows``:
+        the class of lane pairs of one warp asked about (`warp_masks`)."""
         # in program order: which pair of a source line is asked first (and
         # so reported) must not depend on how the pairs were found (walks
         # over sets of blocks), or two runs print different lines
@@ -216,7 +221,7 @@ class RaceSearch:
         out: list[Race] = []
         for n, ((a, va), partners) in enumerate(groups.items(), 1):
             budget.check("the race search (%s: access %d of %d against its partners)", code, n, len(groups))
-            out += self._solve_group(a, va, partners, code, same_warp, walks, same_thread)
+            out += self._solve_group(a, va, partners, code, same_warp, walks, same_thread, lane_rows)
         return out
 
     def _direction(self, a: Access, va: Vec, b: Access, vb: Vec, after: bool) -> bool | None:
@@ -255,7 +260,8 @@ class RaceSearch:
             return (code, ka, kb) in self._found
         return (code, kb, ka) in self._found and (code, ka, kb) in self._found
 
-    def _solve_group(self, a: Access, va: Vec, partners: list, code: str, same_warp, walks, same_thread) -> list[Race]:
+    def _solve_group(self, a: Access, va: Vec, partners: list, code: str, same_warp, walks, same_thread,
+                     lane_rows=None) -> list[Race]:  # fmt: skip
         z3 = smt.z3mod()
         partners = [(b, vb, af) for b, vb, af in partners
                     if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
@@ -269,7 +275,7 @@ class RaceSearch:
         rest = []
         for b, vb in kept:
             h = hints.get(id(b), {}).get(vec_repr(vb))
-            if h is not None and h[2] and not self._around_barriers(a, va, b, vb):
+            if h is not None and h[2] and lane_rows is None and not self._around_barriers(a, va, b, vb):
                 self._kind_vec = vb if a.kind == "copy" else None
                 r = direct_race(self.mf, a, b, h, code, walks, same_thread, self._kind_vec)
                 out.append(r)
@@ -281,6 +287,7 @@ class RaceSearch:
             return out
         try:
             q = self.mf.query()
+            self._lane_rows = lane_rows
             ta, fa, bounds_a, base, wr = self._side_a(q, a, va, same_warp, same_thread)
             items = []
             for j, (b, vb) in enumerate(kept):
@@ -415,6 +422,10 @@ class RaceSearch:
         bounds_a = q.cached(("ib",) + ka, lambda: q.in_bounds(a, 0, ta, fa))
         base = list(q.cached(("cond",) + ka, lambda: q.conditions(a, 0, ta, va))) + bounds_a
         wr = q.warp_rel(same_warp) if not same_thread else None
+        lane_rows = self._lane_rows
+        if wr is not None and lane_rows is not None:  # the pair's lanes lie in one class of the warp sync
+            lanes = [q.z3.URem(q.enc.linear(t), 32) for t in (0, 1)]
+            wr = q.z3.And(wr, lane_pair_constraint(q.z3, lanes[0], lanes[1], lane_rows))
         if wr is not None:
             base.append(wr)
         return ta, fa, bounds_a, base, wr

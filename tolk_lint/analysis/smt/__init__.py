@@ -40,16 +40,17 @@ is uniform without asking Z3 (`_syntactically_shared`).
 
 Modules, in reading order: `solver` (z3, the seeded tactic, `solve`,
 `Verdict`, the statistics), `encoder` (`Encoder`), `questions` (what the
-uniformity analysis asks, and witnesses). The package imports the IR and
+uniformity analysis asks, and witnesses), `masks` (whether a warp
+collective's mask names only lanes that run it). The package imports the IR and
 the analysis's shared types (`tolk_lint.analysis.buffers`,
 `tolk_lint.analysis.uniformity_info`); nothing imports it but the analyses.
 """
 
 from tolk_lint.analysis.smt.encoder import MAX_NODES, REGION_LIMIT, Encoder
+from tolk_lint.analysis.smt.masks import mask_names_its_lanes
 from tolk_lint.analysis.smt.questions import (
     _assume,
     loop_trips_uniform,
-    mask_matches_branch,
     value_uniform,
     witness_of,
 )
@@ -66,5 +67,5 @@ from tolk_lint.analysis.smt.solver import (
 
 __all__ = [
     "DEFAULT_RLIMIT", "MAX_NODES", "check_within_budget", "REGION_LIMIT", "STATS", "Encoder", "Verdict", "_assume",
-    "fresh_context", "loop_trips_uniform", "tactic", "mask_matches_branch", "solve", "value_uniform", "witness_of", "z3mod",
+    "fresh_context", "loop_trips_uniform", "tactic", "mask_names_its_lanes", "solve", "value_uniform", "witness_of", "z3mod",
 ]  # fmt: skip

@@ -29,7 +29,8 @@ class Encoder:
 
     ``trips`` maps each loop that holds the point of the question to the trip
     index expression both threads share (a fresh ``k`` per loop by default).
-    ``level`` is ``workgroup`` or ``warp`` (same-warp constraint)."""
+    ``level`` is ``workgroup``, ``warp`` (same-warp constraint) or
+    ``warpgroup`` (two threads of one 128-thread warpgroup)."""
 
     def __init__(self, kernel: Kernel, info: UniformityInfo | None, level: str = "workgroup",
                  point: Block | None = None):  # fmt: skip
@@ -141,8 +142,9 @@ class Encoder:
         t0, t1 = self.tid
         dims = [d for d in range(3) if block is None or block[d] > 1] or [0]
         c.append(z3.Or(*[t0[d] != t1[d] for d in dims]))
-        if self.level == "warp":
-            c.append(z3.UDiv(self.linear(0), 32) == z3.UDiv(self.linear(1), 32))
+        if self.level in ("warp", "warpgroup"):
+            size = 32 if self.level == "warp" else 128
+            c.append(z3.UDiv(self.linear(0), size) == z3.UDiv(self.linear(1), size))
 
     def linear(self, t: int):
         x, y, z = self.tid[t]

@@ -1,8 +1,8 @@
 """The questions the uniformity analysis asks: can a value differ between
 two threads (`value_uniform`), can two threads leave a loop at different
-trips (`loop_trips_uniform`), does a collective's constant mask name exactly
-the lanes that reach it (`mask_matches_branch`); and `witness_of`, the
-model as two threads and inputs a person can read."""
+trips (`loop_trips_uniform`); and `witness_of`, the model as two threads
+and inputs a person can read. (Whether a collective's mask names the lanes
+that run it is `masks`.)"""
 
 from __future__ import annotations
 
@@ -177,24 +177,3 @@ def _reach_loops(enc: Encoder, block: Block) -> None:
         if prev[0] is None:
             continue
         enc.constraints.append(z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1]))))
-
-
-def mask_matches_branch(kernel: Kernel, ins: Instr, mask: int, info: UniformityInfo,
-                        rlimit: int = DEFAULT_RLIMIT) -> bool:  # fmt: skip
-    """Whether a collective's constant ``mask`` names exactly the lanes that
-    reach it (``if lane < 16: shfl_sync(0xffff, ...)``): for every thread,
-    its lane's bit is set iff the thread gets there."""
-    try:
-        z3 = z3mod()
-        enc = Encoder(kernel, info, "warp", point=ins.block)
-        _assume(enc)
-        _reach_loops(enc, ins.block)
-        pc = enc.path_condition(ins.block, 0)
-        if pc is None:
-            return False
-        lane = z3.URem(enc.linear(0), 32)
-        bit = z3.Extract(0, 0, z3.LShR(z3.BitVecVal(mask & 0xFFFFFFFF, 32), lane)) == 1
-        return solve(enc, pc != bit, rlimit).status == "unsat"
-    except Exception:  # noqa: BLE001
-        log.debug("smt: mask query failed", exc_info=True)
-        return False

@@ -90,6 +90,8 @@ class ArithmeticLowering(OpaqueLowering):
             return
         if not ops:
             raise Unmodelled("no operands")
+        if fam in ("bfi", "bfe") and self._bit_field(fam, oi, ops):
+            return
         dest = ops[0]
         t = oi.t or "b32"
         rt = "pred" if fam in PRED_RESULT else t
@@ -111,6 +113,35 @@ class ArithmeticLowering(OpaqueLowering):
             return
         v = self.value(O.PURE, args, rt, {"fn": fam}, self.dname(dest))
         self.write(dest, v)
+
+    def _bit_field(self, fam: str, oi: OpInfo, ops: list) -> bool:
+        """``bfi``/``bfe`` with constant position and length, as the shifts
+        and masks they are (nvcc emits them for tile and lane indices, which
+        the memory analyses must read exactly); False when not constant."""
+        t = oi.t or "b32"
+        w = type_bits(t)
+        n_args = 4 if fam == "bfi" else 3
+        if len(ops) != n_args + 1 or ops[-1][0] != "i" or ops[-2][0] != "i" or (fam == "bfe" and t[0] == "s"):
+            return False
+        pos, ln = int(ops[-2][1]) & 0xFF, int(ops[-1][1]) & 0xFF
+        ln = min(ln, max(0, w - pos))
+        field = ((1 << ln) - 1) << pos if pos < w else 0
+        name = self.dname(ops[0])
+        if fam == "bfe":
+            a = self.val(ops[1], t)
+            shifted = self.value(O.SHR, [a, self.const(min(pos, w - 1) if pos < w else 0, "u32")], t, {"signed": False})
+            v = self.value(O.AND, [shifted, self.const((1 << ln) - 1 if pos < w else 0, t)], t, {"signed": False}, name)
+        else:
+            a, b = self.val(ops[1], t), self.val(ops[2], t)
+            if not field:
+                v = self.value(O.OR, [b, self.const(0, t)], t, {"signed": False}, name)
+            else:
+                moved = self.value(O.SHL, [a, self.const(pos, "u32")], t, {"signed": False})
+                kept = self.value(O.AND, [b, self.const(~field & ((1 << w) - 1), t)], t, {"signed": False})
+                put = self.value(O.AND, [moved, self.const(field, t)], t, {"signed": False})
+                v = self.value(O.OR, [kept, put], t, {"signed": False}, name)
+        self.write(ops[0], v)
+        return True
 
     def h_setp(self, oi: OpInfo, ops: list) -> None:
         mods = oi.mods

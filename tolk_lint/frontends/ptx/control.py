@@ -9,7 +9,9 @@ ends the block with an OPAQUE and an EXIT. ``bar``/``barrier`` become a
 BARRIER (``.sync``/``.arrive``/``.red``, ``.aligned``, ``.cluster``; its
 ``.warp.sync`` form a WARP_SYNC), and ``call`` a CALL whose arguments are
 the values stored to its ``.param`` slots and whose results are the values
-later ``ld.param`` instructions of its return slots read.
+later ``ld.param`` instructions of its return slots read. ``mbarrier.*``
+becomes an MBARRIER (which of its arrives order memory is for
+`tolk_lint.analysis.mbarriers` to say).
 
 What it may import: `opaque`, `cfg`, `vocabulary` and `tolk_lint.ir`.
 """
@@ -23,9 +25,11 @@ from tolk_lint.ir.opcodes import Opcode
 
 from .cfg import Segment
 from .opaque import OpaqueLowering
-from .vocabulary import OpInfo, Unmodelled, opinfo
+from .vocabulary import SINK, OpInfo, Unmodelled, opinfo
 
 O = Opcode
+_MBARRIER_KINDS = ("init", "inval", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait",
+                   "pending_count")  # fmt: skip
 
 
 class ControlLowering(OpaqueLowering):
@@ -160,6 +164,44 @@ class ControlLowering(OpaqueLowering):
             args.append(self.val(ops[1], "u32"))
             attrs["count"] = ops[1][1] if ops[1][0] == "i" else None
         self.emit(O.BARRIER, args, (), attrs)
+
+    def h_mbarrier(self, oi: OpInfo, ops: list) -> None:
+        """``mbarrier.*`` -> MBARRIER (``tolk_lint.ir.opcodes``): the object's
+        address first, then the count, state or parity operand; the state an
+        arrive returns, the predicate a wait returns, as results."""
+        mods = oi.modset
+        kind = next((m for m in oi.mods if m in _MBARRIER_KINDS), None)
+        if kind is None:
+            raise Unmodelled("unknown mbarrier operation")
+        attrs: dict[str, Any] = {"kind": kind, "space": "shared"}
+        attrs.update({flag: True for flag, mod in (("parity", "parity"), ("no_complete", "noComplete"),
+                                                    ("tx", "expect_tx"), ("cluster", "shared::cluster"))
+                      if mod in mods})  # fmt: skip
+        if kind in ("init", "inval", "expect_tx", "complete_tx"):
+            addr_at, dest = 0, None
+        elif kind == "pending_count":
+            if len(ops) != 2:
+                raise Unmodelled(f"{len(ops)} operands")
+            v = self.value(O.MBARRIER, [self.val(ops[1], "b64")], "u32", attrs, self.dname(ops[0]))
+            self.write(ops[0], v)
+            return
+        else:
+            addr_at, dest = 1, ops[0]
+        if len(ops) <= addr_at or ops[addr_at][0] != "m":
+            raise Unmodelled("expected an mbarrier address")
+        addr, buf, _off = self.address(ops[addr_at], "shared")
+        if buf is not None:
+            attrs["buffer"] = buf
+        rest = [self.val(o, "b64" if kind in ("test_wait", "try_wait") and not attrs.get("parity") else "u32")
+                for o in ops[addr_at + 1 :]]  # fmt: skip
+        if kind in ("arrive", "arrive_drop") and rest:
+            attrs["has_count"] = True
+        args = [addr] + rest
+        if dest is None or (dest[0] == "r" and dest[1] == SINK):
+            self.emit(O.MBARRIER, args, (), attrs)
+            return
+        rt = "pred" if kind in ("test_wait", "try_wait") else "b64"
+        self.write(dest, self.value(O.MBARRIER, args, rt, attrs, self.dname(dest)))
 
     def h_call(self, oi: OpInfo, ops: list) -> None:
         i = 0

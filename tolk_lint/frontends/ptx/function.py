@@ -160,6 +160,8 @@ _HANDLERS.update(
         "sust": F.h_sust,
         "sured": F.h_sust,
         "call": F.h_call,
+        "mbarrier": F.h_mbarrier,
+        "wgmma": F.h_wgmma,
     }
 )
 for _fam in OPAQUE_FAMILIES:

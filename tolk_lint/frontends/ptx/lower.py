@@ -7,7 +7,8 @@ outside any function), then
 lowers one `Kernel` per ``.entry`` and per ``.func`` with a body
 (`function.FunctionLowering`: flatten, split into blocks, fill); a function
 that cannot be lowered (a bug of ours) is reported as TL004, an error, and
-skipped.
+skipped. Then each kernel's calls are inlined (`tolk_lint.ir.inline`), so
+that the analyses see what its ``.func`` callees do.
 The module keeps the file table of ``.file`` and the ``.target``.
 
 Operand conventions follow the docstring of `tolk_lint.ir.opcodes`. Anything
@@ -24,6 +25,7 @@ from __future__ import annotations
 import gc
 
 from tolk_lint.diagnostics import Diagnostic, Severity, internal_error
+from tolk_lint.ir.inline import inline_calls
 from tolk_lint.ir.nodes import Buffer, Module, Span
 
 from .errors import PtxSyntaxError
@@ -120,3 +122,6 @@ def lower_module(pf: PtxFile, mod: Module) -> None:
         else:
             mod.functions[k.name] = k
     del files
+    # the analyses see one kernel at a time: what its calls do is its own
+    for k in mod.kernels:
+        inline_calls(k, mod.functions)

@@ -190,6 +190,14 @@ class MemoryLowering(ParamLowering, OpaqueLowering):
 
     def h_cp(self, oi: OpInfo, ops: list) -> None:
         mods = oi.mods
+        if mods and mods[0] == "async" and "mbarrier" in oi.modset and "arrive" in oi.modset and len(ops) == 1:
+            # the thread's earlier copies arrive on the mbarrier when they land
+            addr, buf, _off = self.address(ops[0], "shared")
+            attrs: dict[str, Any] = {"kind": "cp_async_arrive", "space": "shared", "noinc": "noinc" in oi.modset}
+            if buf is not None:
+                attrs["buffer"] = buf
+            self.emit(O.MBARRIER, [addr], (), attrs)
+            return
         if not mods or mods[0] != "async" or "bulk" in oi.modset or "mbarrier" in oi.modset:
             self.opaque(oi, ops)
             return

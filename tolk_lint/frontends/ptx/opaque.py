@@ -24,7 +24,7 @@ from .vocabulary import SINK, OpInfo, Unmodelled
 O = Opcode
 
 OPAQUE_FAMILIES = frozenset(
-    """mbarrier tensormap wgmma setmaxnreg elect griddepcontrol multimem tcgen05 clusterlaunchcontrol
+    """tensormap setmaxnreg elect griddepcontrol multimem tcgen05 clusterlaunchcontrol
     st.async red.async brx""".split()
 )
 # families whose first operand (when a register) is read, not written

@@ -5,7 +5,8 @@
 C fragments' registers in order (their counts, the shape, layouts and types
 as attributes); ``wmma.load``/``wmma.store`` a WMMA_LOAD/WMMA_STORE of the
 fragment at an address; ``ldmatrix``/``stmatrix``/``movmatrix`` their IR
-opcodes with ``.x1/.x2/.x4`` and ``.trans``.
+opcodes with ``.x1/.x2/.x4`` and ``.trans``; Hopper's ``wgmma.*`` a
+WGMMA (`TensorCoreLowering.h_wgmma`).
 
 What it may import: `core`, `vocabulary` and `tolk_lint.ir`.
 """
@@ -48,6 +49,45 @@ class TensorCoreLowering(LoweringCore):
         if extra:
             attrs["extra"] = len(extra)
         ins = self.emit(O.MMA, args, rtypes, attrs, [self.dname(x) for x in d])
+        for x, v in zip(d, ins.results):
+            if x[0] == "r":
+                self.write(x, v)
+
+    def h_wgmma(self, oi: OpInfo, ops: list) -> None:
+        """Hopper's warpgroup MMA: ``wgmma.fence``, ``wgmma.commit_group``,
+        ``wgmma.wait_group N`` and ``wgmma.mma_async`` (every shape, dense or
+        ``.sp``), each a WGMMA that the four warps of a warpgroup run
+        together. ``mma_async``'s operands are the accumulators, then the A
+        registers or descriptor, the B descriptor and the rest (scale-d,
+        immediates); its results are the accumulators, pending until the
+        ``wait_group`` that retires its group (`tolk_lint.analysis.wgmma`)."""
+        mods = oi.modset
+        if "sync" not in mods or "aligned" not in mods:
+            raise Unmodelled("not a .sync.aligned wgmma")
+        if "fence" in mods:
+            self.emit(O.WGMMA, [], (), {"kind": "fence"})
+            return
+        if "commit_group" in mods:
+            self.emit(O.WGMMA, [], (), {"kind": "commit"})
+            return
+        if "wait_group" in mods:
+            if len(ops) != 1 or ops[0][0] != "i":
+                raise Unmodelled("expected an immediate group count")
+            self.emit(O.WGMMA, [], (), {"kind": "wait", "n": ops[0][1]})
+            return
+        if "mma_async" not in mods or len(ops) < 3:
+            raise Unmodelled("unknown wgmma")
+        shape = next((m for m in oi.mods if _SHAPE_RE.match(m)), None)
+        d = self._frag(ops[0])
+        a = self._frag(ops[1])
+        dt = oi.types[0] if oi.types else "f32"
+        args = [self.val(x, dt) for x in d] + [self.val(x, None if x[0] == "r" else "b64") for x in a]
+        for x in ops[2:]:
+            args.append(self.val(x, "b64" if x is ops[2] else None if x[0] == "r" else "b32"))
+        attrs: dict[str, Any] = {"kind": "mma", "shape": shape, "dtypes": tuple(oi.types),
+                                 "counts": (len(d), len(a)), "sparse": "sp" in mods}  # fmt: skip
+        rtypes = [self.reg_type(x, dt) for x in d]
+        ins = self.emit(O.WGMMA, args, rtypes, attrs, [self.dname(x) for x in d])
         for x, v in zip(d, ins.results):
             if x[0] == "r":
                 self.write(x, v)

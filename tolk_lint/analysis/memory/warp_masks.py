@@ -1,0 +1,168 @@
+"""Which pairs of lanes a warp sync orders (`LaneClasses`).
+
+``bar.warp.sync m`` / ``__syncwarp(m)`` / ``cuda.syncwarp(m)`` orders the
+accesses of the lanes its mask names: two lanes of one warp are ordered by
+it when each is named in the mask the other runs it with (a lane named in a
+mask must run the sync with that lane; TL103 checks that it does). The mask
+is read as a function of the lane, evaluated for the 32 lanes: a constant
+(``0xFFFF``), or arithmetic on ``%laneid`` and constants, what cooperative
+groups' ``tile.sync()`` computes (``0xFFFF << (laneid & ~15)``). A mask read
+otherwise orders nothing here (the safe side: more pairs stay unordered).
+
+The pairs of lanes fall into classes by the set of syncs that order them;
+the race search checks the pairs of each class against the phases that
+class's syncs end (`Phases` levels ``warp`` and ``warp:<ids>``), with the
+class as a constraint on the two lanes. With full masks only there is one
+class, every pair, at the level ``warp``.
+"""
+
+from __future__ import annotations
+
+from tolk_lint.ir.nodes import Instr, Kernel, Value
+from tolk_lint.ir.opcodes import Opcode
+
+O = Opcode
+LANES = 32
+ALL_PAIRS = (1 << (LANES * LANES)) - 1  # bit 32 * a + b: lanes a and b
+MAX_RELATIONS = 6  # distinct partial relations told apart; beyond, partial masks order nothing
+_U32 = 0xFFFFFFFF
+
+
+class LaneClasses:
+    """The warp syncs of one kernel, each with the lane pairs it orders, and
+    the classes of pairs they induce."""
+
+    def __init__(self, kernel: Kernel):
+        relations: dict[Instr, int] = {}
+        for ins in kernel.instrs():
+            if ins.op is O.WARP_SYNC and ins.args:
+                rel = _relation(ins.args[0], kernel)
+                if rel:
+                    relations[ins] = rel
+        distinct = sorted(set(relations.values()), key=lambda r: (r != ALL_PAIRS, r))
+        if len(distinct) > MAX_RELATIONS:
+            distinct = [r for r in distinct if r == ALL_PAIRS]
+            relations = {i: r for i, r in relations.items() if r == ALL_PAIRS}
+        self.ids = {r: n for n, r in enumerate(distinct)}
+        self.relation_of = {ins: self.ids[r] for ins, r in relations.items()}
+        # the classes: lane pairs grouped by the set of relations holding them
+        by_signature: dict[frozenset, int] = {}
+        for a in range(LANES):
+            for b in range(LANES):
+                if a == b:
+                    continue
+                bit = a * LANES + b
+                sig = frozenset(n for r, n in self.ids.items() if r >> bit & 1)
+                by_signature[sig] = by_signature.get(sig, 0) | (1 << bit)
+        full = frozenset({self.ids[ALL_PAIRS]}) if ALL_PAIRS in self.ids else frozenset()
+        self.classes: list[tuple[str, list[int] | None]] = []
+        for sig, pairs in sorted(by_signature.items(), key=lambda kv: sorted(kv[0])):
+            level = "warp" if sig == full else "warp:" + ",".join(str(n) for n in sorted(sig))
+            rows = None if pairs == ALL_PAIRS & ~_diagonal() else _rows(pairs)
+            self.classes.append((level, rows))
+
+    def any(self) -> bool:
+        """Whether some warp sync orders some pair."""
+        return bool(self.relation_of)
+
+    def orders(self, ins: Instr, level: str) -> bool:
+        """Whether ``ins`` ends a phase at warp level ``level``."""
+        n = self.relation_of.get(ins)
+        if n is None:
+            return False
+        if level == "warp":
+            return n == self.ids.get(ALL_PAIRS)
+        return str(n) in level[5:].split(",")
+
+
+def lane_pair_constraint(z3, lane0, lane1, rows: list[int] | None):
+    """``(lane0, lane1)`` is a pair of the class given by its ``rows`` (row
+    ``a``: the lanes ``b`` it pairs lane ``a`` with); None: every pair."""
+    if rows is None:
+        return None
+    row = z3.BitVecVal(rows[LANES - 1], 32)
+    for a in range(LANES - 2, -1, -1):
+        row = z3.If(lane0 == a, z3.BitVecVal(rows[a], 32), row)
+    return z3.Extract(0, 0, z3.LShR(row, lane1)) == 1
+
+
+def _diagonal() -> int:
+    out = 0
+    for a in range(LANES):
+        out |= 1 << (a * LANES + a)
+    return out
+
+
+def _rows(pairs: int) -> list[int]:
+    return [(pairs >> (a * LANES)) & _U32 for a in range(LANES)]
+
+
+def _relation(mask: Value, kernel: Kernel) -> int:
+    """The lane pairs a sync with ``mask`` orders: ``a`` and ``b`` when each
+    names the other (0 when the mask is not a function of the lane)."""
+    per_lane = [lane_value(mask, lane, kernel) for lane in range(LANES)]
+    if any(m is None for m in per_lane):
+        return 0
+    out = 0
+    for a in range(LANES):
+        for b in range(LANES):
+            if per_lane[a] >> b & 1 and per_lane[b] >> a & 1:
+                out |= 1 << (a * LANES + b)
+    return out
+
+
+def lane_value(v: Value, lane: int, kernel: Kernel, depth: int = 0) -> int | None:
+    """``v`` (as 32 bits) in the thread of ``lane``, when it is computed from
+    constants and the lane alone; else None."""
+    d = v.defn
+    if d is None or depth > 24:
+        return None
+    op = d.op
+    if op is O.CONST:
+        x = d.attrs.get("value")
+        return int(x) & _U32 if isinstance(x, (int, bool)) else None
+    if op is O.SPECIAL:
+        return lane if d.attrs.get("name") == "laneid" else None
+    if op is O.AND and _is_tid_x(d.args[0], kernel):
+        # `threadIdx.x & c`, c < 32, is a lane function when rows of the block are whole warps
+        c = lane_value(d.args[1], lane, kernel, depth + 1)
+        return lane & c if c is not None and c < LANES else None
+    if op is O.REM and _is_tid_x(d.args[0], kernel):
+        c = lane_value(d.args[1], lane, kernel, depth + 1)
+        return lane % c if c is not None and c > 0 and LANES % c == 0 else None
+    args = [lane_value(a, lane, kernel, depth + 1) for a in d.args]
+    if any(a is None for a in args):
+        return None
+    if op is O.CVT and len(args) == 1:
+        return args[0]
+    if len(args) == 1 and op is O.NOT:
+        return ~args[0] & _U32
+    if len(args) != 2:
+        return None
+    a, b = args
+    if op is O.AND:
+        return a & b
+    if op is O.OR:
+        return a | b
+    if op is O.XOR:
+        return a ^ b
+    if op is O.ADD:
+        return (a + b) & _U32
+    if op is O.SUB:
+        return (a - b) & _U32
+    if op is O.MUL:
+        return (a * b) & _U32
+    if op is O.SHL:
+        return (a << b) & _U32 if b < 32 else 0  # PTX clamps shift amounts
+    if op is O.SHR and not d.attrs.get("signed") and not str(v.type).startswith("s"):
+        return a >> b if b < 32 else 0
+    return None
+
+
+def _is_tid_x(v: Value, kernel: Kernel) -> bool:
+    """``v`` is ``%tid.x`` and the block's rows are whole warps (so its low
+    five bits are the lane)."""
+    d = v.defn
+    block = kernel.launch.block
+    return (d is not None and d.op is O.SPECIAL and d.attrs.get("name") == "tid.x"
+            and block is not None and block[0] % LANES == 0)  # fmt: skip
