@@ -75,7 +75,7 @@ class _Writer:
         self.labels = 0
 
     def write(self) -> Rewrite:
-        kt, plan = self.kt, self.plan
+        plan = self.plan
         shared = self._double_arrays()
         self.counter = self.pool.fresh("b32")
         self._prologue()
@@ -251,7 +251,6 @@ class _Writer:
 
     def _issue(self, m: Materializer, cp: CopyPlan, trip: str, offs: dict[int, str] | None) -> None:
         """One cp.async for ``cp`` in ``trip``, into the slot ``offs`` says (None: slot 0)."""
-        kt = self.kt
         m.lines += self._loc(cp.store.index)
         src_op = next(o for o in cp.load.operands if o[0] == "m")
         dst_op = cp.store.operands[0]
