@@ -65,8 +65,12 @@ class LineEdits:
     def apply(self) -> str:
         return "".join(self._chunk(n) for n in range(1, len(self.lines) + 1))
 
+    def changed_lines(self) -> list[int]:
+        """The lines something is inserted at, replaced or deleted."""
+        return sorted(set(self._before) | set(self._after) | set(self._replace))
+
     def to_edits(self, path: str) -> tuple[Edit, ...]:
-        changed = sorted(set(self._before) | set(self._after) | set(self._replace))
+        changed = self.changed_lines()
         edits: list[Edit] = []
         i = 0
         while i < len(changed):

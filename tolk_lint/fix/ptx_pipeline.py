@@ -87,8 +87,12 @@ class _Writer:
         if plan.trailing_barrier is not None:
             self.edits.delete(plan.trailing_barrier.line)
         self._drain()
-        self._version()
+        version = self._version()
         self._declare_registers()
+        last = max(st.line for st in self.kt.stmts)
+        stray = [n for n in self.edits.changed_lines() if n != version and not self.kt.func.line <= n <= last]
+        if stray:  # never: a fix touches only the kernel its proof covers
+            raise NotFixableError(f"the rewrite would change line {stray[0]}, outside `{plan.kernel}`")
         return Rewrite(self.edits.apply(), self.edits, plan, shared)
 
     # -- declarations ------------------------------------------------------------------------------
@@ -136,14 +140,16 @@ class _Writer:
         else:
             self.edits.insert_before(first, decls)
 
-    def _version(self) -> None:
+    def _version(self) -> int | None:
+        """Raise ``.version`` to 7.0 where it is lower; its line."""
         kt = self.kt
         for n in range(1, len(kt.line_starts) + 1):
             m = re.match(r"(\s*\.version\s+)(\d+)\.(\d+)", kt.line_text(n))
             if m:
                 if (int(m.group(2)), int(m.group(3))) < (7, 0):
                     self.edits.replace(n, kt.line_text(n)[: m.start(2)] + "7.0" + kt.line_text(n)[m.end(3) :])
-                return
+                return n
+        return None
 
     # -- the schedule ------------------------------------------------------------------------------
 

@@ -265,7 +265,11 @@ def _loops_of(cfg, stores: list[Instr]) -> list[Loop]:
 
 
 def _plain_copy(store: Instr, lp: Loop) -> list[Instr] | None:
-    """The global loads whose values ``store`` writes unchanged, or None."""
+    """The global loads whose values ``store`` writes unchanged, or None.
+
+    A guarded copy counts too: the value stored is the load's where the
+    guard lets it run and a constant otherwise (``c ? A[i] : 0.0f``, a
+    branch around the load that joins in a PHI, or a select)."""
     if store.op is not O.STORE:
         return None
     vals = store.args[1:]
@@ -273,12 +277,33 @@ def _plain_copy(store: Instr, lp: Loop) -> list[Instr] | None:
         return None
     loads = []
     for v in vals:
-        d = v.defn
-        if d is None or d.op is not O.LOAD or space_of(d) != "global" or d.block not in lp.blocks:
+        found = _loaded(v, lp)
+        if found is None:
             return None
-        if d not in loads:
-            loads.append(d)
+        for d in found:
+            if d not in loads:
+                loads.append(d)
     return loads
+
+
+def _loaded(v, lp: Loop) -> list[Instr] | None:
+    """The global load (in ``lp``) a stored value is, or the loads of a guarded copy's PHI or select."""
+    d = v.defn
+    if d is None:
+        return None
+    if d.op is O.LOAD:
+        return [d] if space_of(d) == "global" and d.block in lp.blocks else None
+    if d.op in (O.PHI, O.SELECT) and d.block in lp.blocks:
+        parts = d.args if d.op is O.PHI else d.args[1:]
+        loads = [a.defn for a in parts if a.defn is not None and a.defn.op is O.LOAD]
+        consts = [a for a in parts if a.defn is not None and a.defn.op is O.CONST]
+        if len(loads) == 1 and len(loads) + len(consts) == len(parts) and consts:
+            return _loaded(loads[0].results[loads[0].results.index(_result_of(parts, loads[0]))], lp)
+    return None
+
+
+def _result_of(parts, ld: Instr):
+    return next(a for a in parts if a.defn is ld)
 
 
 def _cp_async_buffer(ins: Instr, ev: IndexEval) -> str | None:
