@@ -15,3 +15,7 @@ class NotFixable:
     """Why a loop gets no fix, in words (shown as a TL302 note)."""
 
     reason: str
+
+
+class NotFixableError(Exception):
+    """Raised inside a rewrite: it would not be exact, or cannot be written (the reason, for the note)."""

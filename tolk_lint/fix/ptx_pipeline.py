@@ -36,7 +36,8 @@ import re
 from dataclasses import dataclass, field
 
 from tolk_lint.fix.ptx_edits import LineEdits
-from tolk_lint.fix.ptx_plan import CopyPlan, NotFixableError, Plan, plan_pipeline
+from tolk_lint.fix.outcome import NotFixableError
+from tolk_lint.fix.ptx_plan import CopyPlan, Plan, plan_pipeline
 from tolk_lint.fix.ptx_registers import RegisterPool
 from tolk_lint.fix.ptx_slices import CUR, NEXT, TRIP0, Materializer, Point
 from tolk_lint.fix.ptx_text import KernelText, Stmt, TextError
@@ -174,6 +175,7 @@ class _Writer:
         skip = self._label() if run is not None else None
         if run is not None:
             m.lines.append(f"\t@{'!' if plan.stays_when else ''}{run} bra \t{skip};")
+        self.aligned = self._chunks_aligned(m) if any(cp.chunked for cp in plan.copies) else None
         for cp in plan.copies:
             self._issue(m, cp, TRIP0, None)
         if skip:
@@ -264,6 +266,7 @@ class _Writer:
             raise NotFixableError(f"the store at line {cp.line} has no address operand")
         src, src_off = self._address(m, src_op, cp.load, trip)
         dst, dst_off = self._address(m, dst_op, cp.store, trip)
+        lead = self._leader(m, dst, dst_off) if cp.chunked else ""
         if offs is not None:
             bits = self._bits(dst)
             shifted = self.pool.fresh("b64" if bits == 64 else "b32")
@@ -288,9 +291,52 @@ class _Writer:
             m.lines += [f"\tselp.b32 \t{n}, {inside}, {outside}, {p};",
                         f"\tselp.b64 \t{safe}, {first}, {second}, {p};"]  # fmt: skip
             src, size = safe, f", {n}"
+        if cp.chunked:
+            self._chunk(m, cp, dst, dst_off, src, src_off, lead)
+            return
         kind = "cg" if cp.nbytes == 16 else "ca"
         m.lines.append(f"\tcp.async.{kind}.shared.global \t[{_at(dst, dst_off)}], [{_at(src, src_off)}], "
                        f"{cp.nbytes}{size};")  # fmt: skip
+
+    def _leader(self, m: Materializer, dst: str, off: int) -> str:
+        """A predicate: this copy's shared address starts a 16-byte chunk."""
+        bits = self._bits(dst)
+        low, lead = self.pool.fresh(f"b{bits}"), self.pool.fresh("pred")
+        m.lines += [f"\tand.b{bits} \t{low}, {dst}, 15;", f"\tsetp.eq.u{bits} \t{lead}, {low}, {(-off) % 16};"]
+        return lead
+
+    def _chunks_aligned(self, m: Materializer) -> str:
+        """Before the loop: whether every leader's global address is 16-byte
+        aligned at trip 0 (and so at every trip: the stride is a multiple of
+        16), agreed by the whole block with ``bar.red.and.pred``."""
+        ok = None
+        for cp in self.plan.copies:
+            if not cp.chunked:
+                continue
+            src, src_off = self._address(m, next(o for o in cp.load.operands if o[0] == "m"), cp.load, TRIP0)
+            dst, dst_off = self._address(m, cp.store.operands[0], cp.store, TRIP0)
+            lead = self._leader(m, dst, dst_off)
+            low, fine, mine = self.pool.fresh("b64"), self.pool.fresh("pred"), self.pool.fresh("pred")
+            m.lines += [f"\tand.b64 \t{low}, {src}, 15;", f"\tsetp.eq.u64 \t{fine}, {low}, {(-src_off) % 16};",
+                        f"\tnot.pred \t{mine}, {lead};", f"\tor.pred \t{mine}, {mine}, {fine};"]  # fmt: skip
+            if ok is None:
+                ok = mine
+            else:
+                m.lines.append(f"\tand.pred \t{ok}, {ok}, {mine};")
+        agreed = self.pool.fresh("pred")
+        m.lines.append(f"\tbar.red.and.pred \t{agreed}, 0, {ok};")
+        return agreed
+
+    def _chunk(self, m: Materializer, cp: CopyPlan, dst: str, dst_off: int, src: str, src_off: int, lead: str
+               ) -> None:  # fmt: skip
+        """Aligned: the leader copies its 16-byte chunk; otherwise every copy is the original's, synchronous."""
+        slow, skip, done = self._label(), self._label(), self._label()
+        value = self.pool.fresh(self.kt.reg_type(_value_regs(cp.load)[0]) or "b16")
+        m.lines += [f"\t@!{self.aligned} bra \t{slow};", f"\t@!{lead} bra \t{skip};",
+                    f"\tcp.async.cg.shared.global \t[{_at(dst, dst_off)}], [{_at(src, src_off)}], 16;",
+                    f"{skip}:", f"\tbra.uni \t{done};", f"{slow}:",
+                    f"\t{cp.load.opcode} \t{value}, [{_at(src, src_off)}];",
+                    f"\t{cp.store.opcode} \t[{_at(dst, dst_off)}], {value};", f"{done}:"]  # fmt: skip
 
     def _address(self, m: Materializer, op, s: Stmt, trip: str) -> tuple[str, int]:
         base, off = op[1], op[2] or 0
@@ -350,6 +396,11 @@ class _Writer:
             self.edits.insert_after(first.line, ["\tcp.async.wait_group 0;"])
         else:
             self.edits.insert_before(first.line, ["\tcp.async.wait_group 0;"])
+
+
+def _value_regs(ld: Stmt) -> list[str]:
+    o = ld.operands[0]
+    return [o[1]] if o[0] == "r" else [x[1] for x in o[1] if x[0] == "r"]
 
 
 def _at(reg: str, off: int) -> str:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tolk_lint.fix.outcome import NotFixableError
+from tolk_lint.fix.ptx_chunks import regroup
 from tolk_lint.fix.ptx_text import ENTRY, KernelText, Stmt, TBlock, TextError
 from tolk_lint.ir.nodes import Kernel, type_bits
 from tolk_lint.ir.opcodes import MEMORY_READS, MEMORY_WRITES, Opcode
@@ -34,10 +36,6 @@ O = Opcode
 COPY_SIZES = (4, 8, 16)
 _PURE_OPS = {"add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "cvt", "cvta", "mov", "setp", "selp",
              "mul24", "mad24", "min", "max", "neg", "not"}  # fmt: skip
-
-
-class NotFixableError(Exception):
-    """The rewrite would not be exact (or cannot be written): the reason, for a TL302 note."""
 
 
 @dataclass
@@ -59,6 +57,7 @@ class CopyPlan:
     guard: Guard | None = None
     generic_source: bool = False  # the load reads a generic address: cvta.to.global it
     base_param: str | None = None  # the pointer parameter the source lies in (for a clamped source)
+    chunked: bool = False  # an element of a 16-byte run its leader copies (`ptx_chunks`)
 
     @property
     def line(self) -> int:
@@ -134,6 +133,12 @@ def _plan(kt: KernelText, kernel: Kernel, copies: list, uniform_exit: bool) -> P
     if not kt.dominates(kt.block_of[barrier.index], latch.index):
         raise NotFixableError("the barrier after the copies is not reached at every trip")
     plans = [_copy_plan(kt, kernel, tc, s) for tc in copies for s in tc.stores]
+    for tc in copies:
+        mine = [cp for cp in plans if cp.buffer == tc.symbol]
+        if any(cp.chunked for cp in mine):
+            if not all(cp.chunked and cp.nbytes == mine[0].nbytes for cp in mine):
+                raise NotFixableError(f"`{tc.buffer}` is copied in elements of several sizes")
+            regroup(kernel, [(s.args[1].defn, s) for s in tc.stores], mine[0].nbytes, tc.symbol)
     buffers = {tc.symbol: _buffer_plan(kt, kernel, tc, plans) for tc in copies}
     for cp in plans:
         if kt.block_of[cp.store.index] not in loop:
@@ -192,12 +197,15 @@ def _copy_plan(kt: KernelText, kernel: Kernel, tc, store_ir) -> CopyPlan:
                               f"({ld.opcode} -> {st.opcode}); cp.async moves bytes only")  # fmt: skip
     if ld.opcode.split(".")[1] in ("shared", "local", "const", "param"):
         raise NotFixableError(f"the load at line {ld.line} does not read global memory")
-    if nbytes not in COPY_SIZES:
+    chunked = nbytes in (1, 2)
+    if chunked and guard is not None:
+        raise NotFixableError(f"the guarded copy at line {line} copies {nbytes}-byte {typ} elements: a 16-byte "
+                              "chunk of them would need a guard per element")  # fmt: skip
+    if nbytes not in COPY_SIZES and not chunked:
         raise NotFixableError(f"each thread copies {nbytes} bytes at line {line} ({typ} elements); cp.async "
-                              "copies 4, 8 or 16 bytes, and regrouping the tile into such chunks is not "
-                              "possible here")  # fmt: skip
+                              "copies 4, 8 or 16 bytes")  # fmt: skip
     return CopyPlan(tc.symbol, ld, st, nbytes, guard, generic_source=not ld.opcode.startswith("ld.global"),
-                    base_param=_pointer_param(tc, store_ir))  # fmt: skip
+                    base_param=_pointer_param(tc, store_ir), chunked=chunked)  # fmt: skip
 
 
 def _value_regs(o) -> list[str]:
@@ -292,7 +300,7 @@ def _buffer_plan(kt: KernelText, kernel: Kernel, tc, plans: list[CopyPlan]) -> B
     if len(decl.decl.shape) != 1:
         raise NotFixableError(f"`{tc.buffer}` is declared with {len(decl.decl.shape)} dimensions; the rewrite "
                               "doubles one-dimensional arrays")  # fmt: skip
-    sizes = [cp.nbytes for cp in plans if cp.buffer == tc.symbol]
+    sizes = [16 if cp.chunked else cp.nbytes for cp in plans if cp.buffer == tc.symbol]
     align = max([decl.decl.align or 1, *sizes])
     size = b.bytes
     slot = -(-size // align) * align
