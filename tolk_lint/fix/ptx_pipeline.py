@@ -35,8 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tolk_lint.fix.ptx_edits import LineEdits
 from tolk_lint.fix.outcome import NotFixableError
+from tolk_lint.fix.ptx_edits import LineEdits
 from tolk_lint.fix.ptx_plan import CopyPlan, Plan, plan_pipeline
 from tolk_lint.fix.ptx_registers import RegisterPool
 from tolk_lint.fix.ptx_slices import CUR, NEXT, TRIP0, Materializer, Point
