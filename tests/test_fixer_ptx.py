@@ -35,11 +35,15 @@ FIXED = [
     ("sgemm_guarded_ragged_k", "16,16,1"),
     ("sgemm_float4_64x64", "256,1,1"),
     ("stencil_f64_1d", "128,1,1"),
+    ("hgemm_f16_simt", "16,16,1"),
+    ("wmma_f16_16x32", "64,1,1"),
 ]
 # acceptance PTX with TL302: (file, block, spec)
 ACCEPTED = [
     ("sgemm_tiled.sm80.ptx", "16,16,1", "sgemm_tiled16.toml"),
     ("sgemm_tiled.sm90.ptx", "16,16,1", "sgemm_tiled16.toml"),
+    ("wmma_staged_sync.sm80.ptx", "128,1,1", "wmma_gemm_staged_sync.toml"),
+    ("wmma_staged_sync.sm90.ptx", "128,1,1", "wmma_gemm_staged_sync.toml"),
 ]
 
 
@@ -150,18 +154,86 @@ def test_the_rewrite_is_form_a_with_literal_waits(tmp_path):
         rest = rest[rest.index(ln) + 1 :]
 
 
+@pytest.mark.nvcc
 def test_not_fixable_says_why(tmp_path):
-    """Halves copied one a thread cannot be cp.async'ed one for one: TL302 says so in a note."""
-    src = ACCEPTANCE / "wmma_staged_sync.sm80.ptx"
-    if not src.exists():
-        pytest.skip("the acceptance set is not beside the repository")
-    r = run("check", "--block", "128,1,1", "--output-format", "json", "--exit-zero", str(src))
+    """A loop nvcc unrolled four times (four copies and barriers a trip) is
+    not pipelined: TL302 says why in a note, and carries no fix."""
+    src = CUDA / "dot_tiles_1d_f32.cu"
+    unrolled = tmp_path / "dot_unrolled.cu"
+    unrolled.write_text(src.read_text().replace("#pragma unroll 1\n", ""))
+    try:
+        ptx = compile_cuda(unrolled, out_dir=str(tmp_path))
+    except FixtureError as e:
+        pytest.skip(str(e))
+    r = run("check", "--block", "256,1,1", "--output-format", "json", "--exit-zero", str(ptx))
     diags = [d for d in json.loads(r.output) if d["code"] == "TL302"]
     assert diags and all(d["fix"] is None for d in diags)
     for d in diags:
-        assert d["data"]["fixable"] is False
-        assert "2 bytes" in d["data"]["not_fixable"]
+        assert d["data"]["fixable"] is False and d["data"]["not_fixable"]
         assert any(rel["message"].startswith("no fix:") for rel in d["related"])
+
+
+@pytest.mark.nvcc
+def test_halves_whose_runs_are_not_aligned_take_the_element_copies(tmp_path):
+    """The f16 GEMM with K = 20: A's rows are 40 bytes apart, so its 16-byte
+    runs are not aligned in global memory; the block agrees on that before
+    the loop and copies each half as the original did -- still the same bits
+    (the arrays are padded so that the ragged K reads stay inside them)."""
+    import tomllib
+
+    original = compiled("hgemm_f16_simt", tmp_path)
+    fixed = tmp_path / "fixed.ptx"
+    shutil.copyfile(original, fixed)
+    fix(fixed, "16,16,1")
+    spec = tomllib.loads((CUDA / "hgemm_f16_simt.toml").read_text())
+    spec["sizes"]["K"] = 20
+    spec["args"][0]["shape"] = ["M + 2", "K"]
+    spec["args"][1]["shape"] = ["K + 12", "N"]
+    path = tmp_path / "ragged.toml"
+    path.write_text(_toml(spec))
+    report = validate(original, fixed, path)
+    assert stages(report)["interpreter"] == "pass", report
+
+
+def _toml(d: dict, prefix: str = "") -> str:
+    """A small TOML writer for the launch specs the tests change."""
+    out, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            tables.append((k, v))
+        else:
+            out.append(f"{k} = {json.dumps(v)}")
+    for k, v in tables:
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.append(f"[{name}]")
+            out.append(_toml(v, name + "."))
+        else:
+            for item in v:
+                out.append(f"[[{name}]]")
+                out.append(_toml(item, name + "."))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.nvcc
+def test_the_interpreter_computes_the_tensor_core_product(tmp_path):
+    """wmma.load / mma / store in the interpreter: the fixture's C is A @ B (float32 sums of exact products)."""
+    import numpy as np
+
+    from tolk_lint.validate.inputs import make_arguments
+    from tolk_lint.validate.interpreter import _kernel, chosen_blocks, run_once
+    from tolk_lint.validate.spec import load_spec
+
+    ptx = compiled("wmma_f16_16x32", tmp_path)
+    launch = load_spec(str(CUDA / "wmma_f16_16x32.toml")).resolve()
+    args = make_arguments(launch)
+    k = _kernel(ptx.read_text(), str(ptx), "wmma_f16_16x32", launch.block)
+    out, problems = run_once(k, launch, args, "latest", chosen_blocks(launch.grid, 8))
+    assert not problems
+    want = args[0].astype(np.float64) @ args[1].astype(np.float64)
+    assert np.allclose(out["C"], want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.nvcc
