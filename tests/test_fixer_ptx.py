@@ -89,6 +89,24 @@ def fix_and_validate(original: Path, block: str, spec: Path, tmp_path: Path) -> 
     return report
 
 
+# the TL302 fixtures of fixtures/cuda/staging, with their specs in fixtures/fixer/staging
+STAGING = [
+    ("mma_sync_staged_sync", "128,1,1", "mma_sync_staged_sync.toml"),
+    ("wmma_staged_sync_colmajor_b", "256,1,1", "wmma_staged_sync_colmajor_b.toml"),
+    ("tile_copy_scaled", "16,16,1", "sgemm_scaled_tiles.toml"),
+]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, block, spec", STAGING, ids=[n for n, _, _ in STAGING])
+def test_staging_fixture_is_fixed_and_validated(name, block, spec, tmp_path):
+    try:
+        ptx = compile_cuda(ROOT / "fixtures" / "cuda" / "staging" / f"{name}.cu", out_dir=str(tmp_path))
+    except FixtureError as e:
+        pytest.skip(str(e))
+    fix_and_validate(ptx, block, FIXER / "staging" / spec, tmp_path)
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("name, block", FIXED, ids=[n for n, _ in FIXED])
 def test_fixture_is_fixed_and_validated(name, block, tmp_path):
