@@ -222,11 +222,14 @@ def relint_text(text: str, path: str, settings: Settings, select: tuple[str, ...
     from concurrent.futures import ThreadPoolExecutor
 
     outer = budget.current()
+    left = outer.remaining() if outer is not None else None
+    # the proof may take half of what is left: the caller's remaining rules need the rest
+    inner = outer.child(left / 2, "the time budget of the fix's proof") if outer is not None and left else outer
     judged = settings.with_(select=tuple(select), extend_select=(), ignore=(), per_file_ignores=())
 
     def work() -> list[Diagnostic]:
         _proving.active = True
-        with budget.running(outer), fewer_collections():
+        with budget.running(inner), fewer_collections():
             module = parse(text, path)
             prepare(module, judged)
             return check_module(module, judged)

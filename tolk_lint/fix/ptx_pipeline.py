@@ -412,6 +412,8 @@ def _at(reg: str, off: int) -> str:
 def pipeline_fix(ctx, copies: list):
     """TL302's fix for the loop of ``copies`` in a PTX kernel: the rewrite,
     proved on its own text (``ctx.relint``), or the reason there is none."""
+    from tolk_lint import budget
+    from tolk_lint.budget import BudgetExceeded
     from tolk_lint.diagnostics import Applicability, Fix
     from tolk_lint.fix.outcome import FIX_TITLE, NotFixable
     from tolk_lint.fix.proof import PROOF_SELECT, problems
@@ -430,7 +432,11 @@ def pipeline_fix(ctx, copies: list):
             return NotFixable(str(e))
         if drop and rw.plan.trailing_barrier is None:
             drop = False
-        found = problems(ctx.relint(rw.text, PROOF_SELECT), kernel.name, staged, unsupported)
+        try:
+            found = problems(ctx.relint(rw.text, PROOF_SELECT), kernel.name, staged, unsupported)
+        except BudgetExceeded as e:
+            budget.check("proving the cp.async pipeline rewrite")  # the lint's own budget: stop it there
+            return NotFixable(f"the static proof did not finish ({e.reason}); no fix is offered unproved")
         if not found:
             return Fix(FIX_TITLE, rw.edits.to_edits(module.path), Applicability.UNSAFE)
         why = found[0]
