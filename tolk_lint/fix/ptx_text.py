@@ -317,17 +317,10 @@ class KernelText:
 
     def reaching_end(self, reg: str, block: int) -> frozenset[int]:
         """What reaches the end of ``block`` (after its last statement)."""
-        b = self.blocks[block]
-        if b.last + 1 < len(self.stmts) and self.block_of[b.last + 1] != block:
-            cur = set(self.reaching(reg, b.last))
-            s = self.stmts[b.last]
-            if reg in s.dests():
-                cur = {s.index} if s.guard is None else cur | {s.index}
-            return frozenset(cur)
-        cur = set(self.reaching(reg, b.last))
-        s = self.stmts[b.last]
-        if reg in s.dests():
-            cur = {s.index} if s.guard is None else cur | {s.index}
+        last = self.stmts[self.blocks[block].last]
+        cur = set(self.reaching(reg, last.index))
+        if reg in last.dests():
+            cur = {last.index} if last.guard is None else cur | {last.index}
         return frozenset(cur)
 
     def _reaching_in(self) -> list[dict[str, frozenset[int]]]:
