@@ -47,7 +47,7 @@ def sources() -> list[str]:
 def make_tree(dst: str, n: int) -> int:
     srcs = sources()
     if not srcs:
-        raise SystemExit("no kernels to copy (fixtures/, ../shared/acceptance/, examples/)")
+        raise SystemExit("no kernels to copy (fixtures/, examples/, the acceptance set beside the clone)")
     count = 0
     round_ = 0
     while count < n:

@@ -24,6 +24,10 @@ Fix the syntax at the reported position; for generated PTX, regenerate it.
 
 ## Fix safety
 No fix.
+
+## See also
+docs/cli.md#exit-status: a file that does not parse makes `tolk-lint check`
+exit 2.
 """
 
 from tolk_lint.diagnostics import Severity

@@ -25,6 +25,10 @@ or ignore TL002 in the configuration.
 
 ## Fix safety
 No fix.
+
+## See also
+docs/ir.md#what-the-ir-does-not-model: what an opaque operation is and how the
+analyses treat it.
 """
 
 from tolk_lint.diagnostics import Severity

@@ -41,6 +41,10 @@ and the editor's quick fix do this.
 ## Fix safety
 Safe: removing a comment, or codes from it, never changes what the kernel
 computes; at worst a diagnostic that the comment used to hide becomes visible.
+
+## See also
+docs/suppression.md#tl003-unused-noqa: every `noqa` form, and when TL003 is
+checked.
 """
 
 from tolk_lint.diagnostics import Severity

@@ -11,11 +11,23 @@ traceback ending the run.
 The failing rule checked nothing on that kernel: its bugs may be missed.
 
 ## How to fix
-Report it with the file that triggers it (`tolk-lint check -v` logs the
-traceback). Meanwhile, ignore the failing rule for that file.
+Report it with the file that triggers it. The traceback is logged at debug
+level on the `tolk_lint` logger; to see it, lint the file from Python:
+
+```sh
+python -c 'import logging, sys, tolk_lint; logging.basicConfig(level=logging.DEBUG)
+tolk_lint.lint_file(sys.argv[1])' FILE
+```
+
+(When the whole command fails instead, with `tolk-lint: error: internal
+error`, set `TOLK_LINT_DEBUG=1` for the traceback.) Meanwhile, ignore the
+failing rule for that file (`per-file-ignores`).
 
 ## Fix safety
 No fix.
+
+## See also
+docs/cli.md#exit-status: internal errors and the exit status.
 """
 
 from tolk_lint.diagnostics import Severity

@@ -19,13 +19,17 @@ cannot be ignored or suppressed, and makes `tolk-lint check` exit 2.
 Give the analysis more room: `--time-budget SECONDS` / `--memory-budget MIB`
 on the command line, or `time-budget`, `kernel-time-budget` and
 `memory-budget` in `[tool.tolk-lint]`. Giving the launch shape
-(`--block`, a `tolk: launch block=(X,Y,Z)` comment, `[tool.tolk-lint.launch]`)
-often makes the analysis much cheaper. In the language server the budget is
+(`--block`, `[tool.tolk-lint.launch]`, or a `tolk: launch block=(X,Y,Z)`
+comment above a Numba kernel) often makes the analysis much cheaper. In the language server the budget is
 smaller (an edit must not wait long): run `tolk-lint check` on the file for
 the full analysis.
 
 ## Fix safety
 No fix.
+
+## See also
+docs/cli.md#budgets: the budgets, and docs/launch-shapes.md for giving the
+launch shape.
 """
 
 from tolk_lint.diagnostics import Severity

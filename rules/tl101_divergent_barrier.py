@@ -43,6 +43,10 @@ No fix: moving a barrier changes which memory operations it orders.
 ## References
 - CUDA C++ Programming Guide, "Synchronization Functions" (`__syncthreads`).
 - PTX ISA, `bar.sync`: "all threads in the CTA" must execute it.
+
+## See also
+docs/analyses.md#uniformity: what "uniform" means, and how divergence is found
+and proved.
 """
 
 from __future__ import annotations

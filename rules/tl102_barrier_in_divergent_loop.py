@@ -44,6 +44,10 @@ and guard the per-thread work inside.
 
 ## Fix safety
 No fix.
+
+## See also
+docs/analyses.md#uniformity: temporal divergence, and when Z3 proves a loop's
+trips the same.
 """
 
 from __future__ import annotations

@@ -41,6 +41,9 @@ really take the branch.
 
 ## Fix safety
 No fix.
+
+## See also
+docs/analyses.md#uniformity: the warp level, and which masks are accepted.
 """
 
 from __future__ import annotations

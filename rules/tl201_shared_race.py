@@ -58,6 +58,10 @@ No fix: where a barrier belongs depends on the algorithm.
 ## References
 - CUDA C++ Programming Guide, "Shared Memory" and "Synchronization Functions".
 - PTX ISA, "Memory Consistency Model": data races.
+
+## See also
+docs/analyses.md#shared-memory: what "ordered" means, and how a pair of
+accesses is decided.
 """
 
 from __future__ import annotations

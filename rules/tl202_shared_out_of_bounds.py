@@ -44,13 +44,18 @@ def reverse(x, y):
 ## How to fix
 Size the array for the block it is launched with, guard the access with the
 array's size, or launch with the block the kernel was written for (and say
-so with `--block`, `.reqntid` or a `tolk: launch block=(...)` comment).
+so with `--block`, `[tool.tolk-lint.launch]`, `.reqntid`, or a
+`tolk: launch block=(...)` comment above a Numba kernel).
 
 ## Fix safety
 No fix: the right size depends on the launch.
 
 ## References
 - CUDA C++ Programming Guide, "Shared Memory".
+
+## See also
+docs/analyses.md#in-bounds-tl202: what "in bounds" means, and
+docs/launch-shapes.md for what is assumed without a launch shape.
 """
 
 from __future__ import annotations

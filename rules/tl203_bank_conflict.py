@@ -45,6 +45,9 @@ No fix: padding changes the array's layout for every access to it.
 ## References
 - CUDA C++ Best Practices Guide, "Shared Memory and Memory Banks".
 - CUDA C++ Programming Guide, compute capability 5.x+ "Shared Memory".
+
+## See also
+docs/analyses.md#bank-ways-tl203: how ways are counted.
 """
 
 from __future__ import annotations

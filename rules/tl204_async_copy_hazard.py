@@ -61,6 +61,10 @@ No fix: the right wait count depends on the pipeline's depth.
 ## References
 - PTX ISA, "cp.async", "cp.async.commit_group", "cp.async.wait_group".
 - CUDA C++ Programming Guide, "Asynchronous Data Copies".
+
+## See also
+docs/analyses.md#the-cpasync-group-queue-tl204: the group queue, and the
+pipeline forms that are correct.
 """
 
 from __future__ import annotations

@@ -7,15 +7,15 @@ Finds each operand of a tensor core (`wmma.mma`, `mma.sync`) and, in Numba
 kernels, each factor of a sum of products (`acc += A[i, k] * B[k, j]` in a
 loop over `k`) that is loaded from global memory at every trip of the sum's
 loop through an index whose thread and lane terms form a dense box: every
-element of a tile read once, none of those terms reading another range
-(tolk-stage `operands`). It reports the tile (shape, dtype and bytes a trip),
-how many times each element is read today by the workgroup, and the depth
-staging would have on the target (tolk-stage `depth`): 2 where the target
-copies asynchronously (`cp.async`, sm_80 and later) and two stages fit the
-48 KiB of static shared memory a block may declare, 1 where one does.
-Kernels that already hold shared memory or reduce across threads are left
-alone, as the seed says. `tolk-lint stage` prints the same facts as a table,
-with the box's dimensions and the reason for every operand not staged.
+element of a tile read once, none of those terms reading another range. It
+reports the tile (shape, dtype and bytes a trip), how many times each
+element is read today by the workgroup, and the depth staging would have on
+the target: 2 where the target copies asynchronously (`cp.async`, sm_80 and
+later) and two stages fit the 48 KiB of static shared memory a block may
+declare, 1 where one does. Kernels that already hold shared memory or
+reduce across threads are left alone. `tolk-lint stage` prints the same
+facts as a table, with the box's dimensions and the reason for every
+operand not staged.
 
 ## Why is this bad?
 Unstaged, every warp loads its own fragments a few bytes at a time, and warps
@@ -48,6 +48,9 @@ and barriers).
 ## Options
 `shared-budget = "optin"` measures the depth against the opt-in maximum of
 the target instead of the static 48 KiB; `stage = false` turns staging off.
+
+## See also
+docs/analyses.md#staging: what "stageable at depth d" means.
 """
 
 from tolk_lint.diagnostics import Severity

@@ -9,7 +9,7 @@ global memory, `sA[ty][tx] = A[...]`), then reaches a barrier and reads the
 tile back. On a target that copies asynchronously (`cp.async`, sm_80 and
 later) and where two stages of the loop's tiles fit the shared budget beside
 the kernel's other shared memory, the copy of trip k + 1 can overlap the
-math of trip k (tolk-stage `depth` 2). One diagnostic per staged buffer, at
+math of trip k (depth 2). One diagnostic per staged buffer, at
 the line of its copy; `data.depth` is 2 and `data.tile_bytes` the bytes of
 the buffer a second stage doubles. Where the budget holds the depth below 2,
 TL303 is reported instead; on a target without `cp.async` (sm_75) the
@@ -33,12 +33,12 @@ for (int k0 = 0; k0 < K; k0 += TILE) {
 ```
 
 ## How to fix
-Double the shared arrays and pipeline the copies ("Form A", one barrier per
-trip): before the loop copy tile 0 into slot 0 with `cp.async` and commit;
-at trip k wait for the group (`cp.async.wait_group 0`), barrier, issue the
-copy of tile k + 1 into slot (k + 1) mod 2 if there is a trip k + 1, commit
-(on every trip), then compute on slot k mod 2; drain with a last wait after
-the loop. `tolk-lint fix --unsafe-fixes` (or the editor's "Pipeline this
+Double the shared arrays and pipeline the copies (Form A of
+docs/analyses.md#cpasync-pipelines-forms-a-b-and-c, one barrier per trip):
+before the loop copy tile 0 into slot 0 with `cp.async` and commit; at trip k
+wait for the group (`cp.async.wait_group 0`), barrier, issue the copy of tile
+k + 1 into slot (k + 1) mod 2 if there is a trip k + 1, commit (on every
+trip), then compute on slot k mod 2; drain with a last wait after the loop. `tolk-lint fix --unsafe-fixes` (or the editor's "Pipeline this
 loop with cp.async") writes exactly that, and `tolk-lint validate` checks the
 result (docs/fixer.md).
 
@@ -54,6 +54,11 @@ only when the rewritten text passes the static proof (no TL1xx/TL2xx error,
 TL204 proved for every trip, TL302 gone). Where the rewrite would not be
 exact or does not pass the proof, the diagnostic says why in a note and
 carries no fix.
+
+## See also
+docs/fixer.md: the fix, `tolk-lint validate` and the launch spec;
+docs/analyses.md#tile-copies-tl302-tl303: tile copies, depth, and the cp.async
+pipeline forms.
 """
 
 from tolk_lint.diagnostics import Fix, Related, Severity

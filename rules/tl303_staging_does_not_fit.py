@@ -7,7 +7,7 @@ Reports, on a target that copies asynchronously (`cp.async`, sm_80 and
 later), a loop that copies its tiles global -> registers -> shared at every
 trip (as TL302 does), or an operand TL301 would stage, when two stages of
 the tiles do not fit the shared budget beside the kernel's other shared
-memory: tolk-stage `depth` is then 1 (one stage fits) or 0 (none does).
+memory: the staging depth is then 1 (one stage fits) or 0 (none does).
 The budget is the 48 KiB of static shared memory a block may declare (ptxas
 rejects more than 0xC000 bytes of `.shared`): a fix that doubles the staged
 arrays must stay within it. When the target's opt-in maximum (dynamic shared
@@ -38,6 +38,9 @@ No fix.
 
 ## Options
 `shared-budget = "optin"` measures against the opt-in maximum instead.
+
+## See also
+docs/analyses.md#tile-copies-tl302-tl303: tile copies and the shared budget.
 """
 
 from tolk_lint.diagnostics import Severity

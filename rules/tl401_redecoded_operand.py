@@ -7,8 +7,8 @@ Looks at host kernels (`@njit`, target `cpu`) for a sum of products with
 exactly one operand decoded from integer codes (`float(q)`, `np.float32(q)`,
 a cast or bitcast of a loaded integer outside any address), inside output
 loops of constant bounds of which one, of two trips or more, does not read
-the operand (tolk-stage `decodes`). Every trip of that loop decodes each
-value again. The operand's other ranges must be its sum's, and its values
+the operand. Every trip of that loop decodes each value again. The
+operand's other ranges must be its sum's, and its values
 over them, the *panel*, must fit in 64 KiB, the stack of the thread that
 runs the kernel. The diagnostic points at the line of the decode and says
 how many times each value is decoded and how large the panel is
@@ -51,6 +51,9 @@ staged kernel computes the same bits.
 
 ## Fix safety
 No automatic fix yet.
+
+## See also
+docs/analyses.md#decoded-panels-on-the-host: decoded operands and panels.
 """
 
 from tolk_lint.diagnostics import Severity

@@ -50,13 +50,16 @@ def git(cwd, *args: str) -> str:
 
 
 def working_tree_files() -> list[str]:
-    if os.path.isdir(os.path.join(REPO, ".git")):
+    """The checkout's files, never its ``.git``: in a git worktree ``.git``
+    is a file naming the real repository, and a copy of it would make the
+    snapshot below commit into this checkout's own branch."""
+    if os.path.exists(os.path.join(REPO, ".git")):  # a folder, or a worktree's file
         out = git(REPO, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
         return sorted({p for p in out.split("\0") if p and os.path.isfile(os.path.join(REPO, p))})
     files = []
     for root, dirs, names in os.walk(REPO):
         dirs[:] = [d for d in dirs if d not in JUNK and not d.endswith(".egg-info")]
-        files += [os.path.relpath(os.path.join(root, n), REPO) for n in names]
+        files += [os.path.relpath(os.path.join(root, n), REPO) for n in names if n != ".git"]
     return sorted(files)
 
 
@@ -70,6 +73,7 @@ def hook_repo(tmp_path_factory) -> str:
         os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
         shutil.copy2(os.path.join(REPO, rel), os.path.join(dst, rel))
     assert os.path.exists(os.path.join(dst, ".pre-commit-hooks.yaml"))
+    assert not os.path.exists(os.path.join(dst, ".git")), "the copy must be a repository of its own"
     git(dst, "init", "-q")
     git(dst, "add", "-A")
     git(dst, "commit", "-q", "-m", "snapshot of the working tree")
