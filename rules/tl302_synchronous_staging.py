@@ -34,22 +34,34 @@ for (int k0 = 0; k0 < K; k0 += TILE) {
 
 ## How to fix
 Double the shared arrays and pipeline the copies (Form A of
-docs/analyses.md#cpasync-pipelines-forms-a-b-and-c): before the loop copy
-tile 0 into slot 0 with `cp.async` and commit; at trip k wait for the group
-(`cp.async.wait_group 0`), barrier, issue the copy of tile k + 1 into slot
-(k + 1) mod 2, commit, then compute on slot k mod 2; drain with a last wait
-after the loop.
+docs/analyses.md#cpasync-pipelines-forms-a-b-and-c, one barrier per trip):
+before the loop copy tile 0 into slot 0 with `cp.async` and commit; at trip k
+wait for the group (`cp.async.wait_group 0`), barrier, issue the copy of tile
+k + 1 into slot (k + 1) mod 2 if there is a trip k + 1, commit (on every
+trip), then compute on slot k mod 2; drain with a last wait after the loop. `tolk-lint fix --unsafe-fixes` (or the editor's "Pipeline this
+loop with cp.async") writes exactly that, and `tolk-lint validate` checks the
+result (docs/fixer.md).
 
 ## Fix safety
-The pipeline moves values and never rounds them, so the fixed kernel computes
-the same bits. `tolk-lint fix` does not rewrite it yet.
+The fix is unsafe (`--unsafe-fixes`): it doubles the staged shared arrays,
+which changes how many blocks fit on a multiprocessor (occupancy) and can
+make the kernel slower, and it changes the kernel's shared-memory layout,
+which host code that sizes dynamic shared memory or reads the arrays by
+name may depend on. It never changes what the kernel computes: `cp.async`
+moves the same bytes the load and store moved, a guarded copy becomes a
+zero-fill copy (only where the guard stored zero), and the fix is offered
+only when the rewritten text passes the static proof (no TL1xx/TL2xx error,
+TL204 proved for every trip, TL302 gone). Where the rewrite would not be
+exact or does not pass the proof, the diagnostic says why in a note and
+carries no fix.
 
 ## See also
+docs/fixer.md: the fix, `tolk-lint validate` and the launch spec;
 docs/analyses.md#tile-copies-tl302-tl303: tile copies, depth, and the cp.async
 pipeline forms.
 """
 
-from tolk_lint.diagnostics import Severity
+from tolk_lint.diagnostics import Fix, Related, Severity
 from tolk_lint.registry import Invalid, Rule, Valid
 
 
@@ -62,20 +74,42 @@ class SynchronousStaging(Rule):
     name = "synchronous-staging"
     severity = Severity.INFO
 
+    fixable = True
+
     def check(self, ctx):
         if not ctx.target.async_copy:
             return
-        for tc in ctx.staging().copies:
-            if tc.reason is not None or tc.depth != 2:
-                continue
+        staged = [tc for tc in ctx.staging().copies if tc.reason is None and tc.depth == 2]
+        outcomes = self._fixes(ctx, staged)
+        for tc in staged:
             loop = f" of the loop at line {tc.loop_line}" if tc.loop_line else ""
             msg = (
                 f"`{tc.buffer}` ({_bytes(tc.tile_bytes)}) is copied global -> registers -> shared at every trip"
                 f"{loop}, then a barrier: {tc.depth_why}, so a {tc.depth}-stage cp.async pipeline can overlap "
                 f"the copy of the next tile with this trip's math"
             )
+            outcome = outcomes.get(id(tc.loop))
+            fix = outcome if isinstance(outcome, Fix) else None
+            related = [] if fix or outcome is None else [Related(f"no fix: {outcome.reason}")]
+            data = tc.data()
+            data["fixable"] = fix is not None
+            if outcome is not None and fix is None:
+                data["not_fixable"] = outcome.reason
             for line in tc.lines:
-                yield self.diagnostic(tc.at_line(line), msg, kernel=ctx.kernel, data=tc.data())
+                yield self.diagnostic(tc.at_line(line), msg, kernel=ctx.kernel, data=data, fix=fix,
+                                      related=list(related))  # fmt: skip
+
+    @staticmethod
+    def _fixes(ctx, staged: list) -> dict:
+        """One fix (or the reason there is none) per loop: its arrays are pipelined together."""
+        if ctx.relint is None or not staged:
+            return {}
+        from tolk_lint.fix.pipeline import pipeline_fix
+
+        loops: dict[int, list] = {}
+        for tc in staged:
+            loops.setdefault(id(tc.loop), []).append(tc)
+        return {key: pipeline_fix(ctx, group) for key, group in loops.items()}
 
     VALID = [
         Valid(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -370,3 +371,26 @@ async def test_a_crash_while_linting_becomes_a_diagnostic(monkeypatch):
     [d] = result.lsp
     assert d.code == "TL004" and "analysis exploded" in d.message and result.version == 3
     assert d.range.start.line == 0
+
+
+SGEMM_PTX = Path(__file__).resolve().parent.parent.parent / "shared" / "acceptance" / "cuda" / "sgemm_tiled.sm80.ptx"
+
+
+async def test_pipeline_code_action(client: LanguageClient, tmp_path):
+    """TL302's fix as the editor's quick fix "Pipeline this loop with cp.async"
+    (unsafe, so not preferred and not in fix-all); applied, it leaves no TL302."""
+    if not SGEMM_PTX.exists():
+        pytest.skip("the acceptance set is not beside the repository")
+    text = SGEMM_PTX.read_text().replace(".maxntid 256, 1, 1", ".reqntid 16, 16, 1")
+    uri = (tmp_path / "sgemm.ptx").as_uri()
+    open_doc(client, uri, text, "ptx")
+    assert await until(lambda: codes(client, uri), timeout=120) == ["TL302", "TL302"]
+    actions = await code_actions(client, uri, only=[types.CodeActionKind.QuickFix])
+    pipeline = [a for a in actions if a.title.startswith("Pipeline this loop with cp.async")]
+    assert pipeline and not pipeline[0].is_preferred
+    fixed = apply(text, pipeline[0].edit.changes[uri])
+    assert "cp.async.commit_group" in fixed
+    [fix_all] = await code_actions(client, uri, only=["source.fixAll"]) or [None]
+    assert fix_all is None or not fix_all.edit.changes.get(uri)
+    change(client, uri, fixed, 2)
+    assert await until(lambda: codes(client, uri) == [] or None, timeout=120) is True

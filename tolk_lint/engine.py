@@ -190,7 +190,7 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
 def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
     """The rules' findings on ``k`` under the launch it has now."""
     out: list[Diagnostic] = []
-    ctx = RuleContext(module, k, settings, kernel_target(k, module, settings))
+    ctx = RuleContext(module, k, settings, kernel_target(k, module, settings), relint=_relinter(module, settings))
     for n, rule in enumerate(rules):
         try:
             budget.check(f"starting {rule.code} ({rule.name})")
@@ -203,6 +203,41 @@ def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> lis
             where = f"in {rule.code} ({rule.name}) on kernel `{k.name}`"
             out.append(internal_error(where, e, k.span or Span(module.path, 1, 1), k.name))
     return out
+
+
+_proving = threading.local()  # set on the thread of a lint that proves a rewrite
+
+
+def _relinter(module: Module, settings: Settings):
+    """The ``relint`` a rule proves its rewrite with (None inside such a proof)."""
+    if getattr(_proving, "active", False):
+        return None
+    return lambda text, select: relint_text(text, module.path, settings, select)
+
+
+def relint_text(text: str, path: str, settings: Settings, select: tuple[str, ...]) -> list[Diagnostic]:
+    """Every finding of the rules ``select`` names on ``text`` (as the file
+    ``path``), with no noqa, per-file ignore or selection of the user's
+    hiding any: what a rewrite is proved by. It runs on a thread of its own,
+    so its Z3 context is its own (the caller's analyses keep theirs), under
+    the caller's budget; rules there offer no fixes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    outer = budget.current()
+    left = outer.remaining() if outer is not None else None
+    # the proof may take half of what is left: the caller's remaining rules need the rest
+    inner = outer.child(left / 2, "the time budget of the fix's proof") if outer is not None and left else outer
+    judged = settings.with_(select=tuple(select), extend_select=(), ignore=(), per_file_ignores=())
+
+    def work() -> list[Diagnostic]:
+        _proving.active = True
+        with budget.running(inner), fewer_collections():
+            module = parse(text, path)
+            prepare(module, judged)
+            return check_module(module, judged)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolk-lint-proof") as pool:
+        return pool.submit(work).result()
 
 
 def budget_diagnostic(module: Module, k: Kernel, rule, later: list, e: budget.BudgetExceeded) -> Diagnostic:

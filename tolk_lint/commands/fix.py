@@ -5,13 +5,30 @@ ones with ``--unsafe-fixes``), re-lints and repeats while fixes apply (at most
 a few passes), then writes the file -- or, with ``--diff``, prints a unified
 diff and writes nothing. Exit status: 0 when nothing is left to report, 1
 when diagnostics remain (or, with ``--diff``, when there is a diff), 2 on
-usage errors. This is what the ``tolk-lint-fix`` pre-commit hook runs.
+usage errors or when a file could not be written. This is what the
+``tolk-lint-fix`` pre-commit hook runs.
+
+    tolk-lint fix --unsafe-fixes [--diff] kernel.ptx
+
+``--unsafe-fixes`` also applies TL302's "Pipeline this loop with cp.async"
+(it doubles shared arrays; see docs/fixer.md). A file is written safely:
+
+- atomically: the new text goes to a temporary file beside it, which then
+  replaces it (a crash leaves the old file or the new one, never half);
+  its permissions are kept;
+- never over a change made meanwhile: when the file on disk no longer holds
+  the text that was linted (an editor saved it during the run), nothing is
+  written and the file is named on stderr;
+- idempotently: a fixed file has nothing left to fix, so a second ``fix``
+  changes nothing; and a fix touches only the kernel its proof covers.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import sys
+import tempfile
 
 import click
 
@@ -35,10 +52,10 @@ def command(paths, diff, unsafe_fixes, select, ignore, target, block) -> None:
 
     settings = settings_from_options(select, ignore, target, block)
     fixed_total = remaining = 0
-    changed_any = False
+    changed_any = failed = False
     for path in iter_files(paths or ["."], settings):
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8", newline="") as f:
                 original = f.read()
         except (OSError, UnicodeDecodeError) as e:
             click.echo(f"{path}: cannot read: {e}", err=True)
@@ -62,8 +79,10 @@ def command(paths, diff, unsafe_fixes, select, ignore, target, block) -> None:
                     difflib.unified_diff(original.splitlines(True), text.splitlines(True), path, path)
                 )
             else:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(text)
+                problem = write_if_unchanged(path, original, text)
+                if problem:
+                    click.echo(f"{path}: {problem}", err=True)
+                    failed = True
     if fixed_total == 0:
         click.echo("No fixes available.", err=True)
     else:
@@ -71,4 +90,38 @@ def command(paths, diff, unsafe_fixes, select, ignore, target, block) -> None:
         click.echo(f"{verb} {fixed_total} diagnostic{'s' if fixed_total != 1 else ''}.", err=True)
     if remaining:
         click.echo(f"{remaining} diagnostic{'s' if remaining != 1 else ''} left (see `tolk-lint check`).", err=True)
-    sys.exit(1 if (remaining or (diff and changed_any)) else 0)
+    sys.exit(2 if failed else 1 if (remaining or (diff and changed_any)) else 0)
+
+
+def write_if_unchanged(path: str, linted: str, text: str) -> str | None:
+    """Write ``text`` to ``path`` atomically if the file still holds
+    ``linted``; else, or on an error, say why (None when written)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            now = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        return f"cannot read it again before writing: {e}; nothing written"
+    if now != linted:
+        return "changed since it was linted; nothing written (run `tolk-lint fix` again)"
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tolk-fix-", suffix=os.path.splitext(path)[1], dir=folder)
+    except OSError as e:
+        return f"cannot write beside it: {e}; nothing written"
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return f"cannot write it: {e}; the file is unchanged"
+    return None

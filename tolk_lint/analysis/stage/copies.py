@@ -67,6 +67,7 @@ class TileCopy:
     budget_limited: bool = False  # the budget, not the target, holds the depth below 2
     box: Box | None = None  # what the copies read over the workgroup (report only)
     shape: tuple[int, ...] = ()  # the buffer's shape
+    symbol: str = ""  # the buffer's name in the IR (the PTX symbol), where `buffer` is the name shown
 
     def data(self) -> dict[str, Any]:
         """The facts a TL302/TL303 diagnostic carries."""
@@ -254,6 +255,7 @@ def tile_copies(kernel: Kernel, target: Target, settings: Settings | None = None
                           fills=[st for st, lds in copies if not lds], tile_bytes=b.bytes or 0,
                           dtype=dtype)  # fmt: skip
             tc.shape = tuple(x or 0 for x in b.shape)
+            tc.symbol = buf
             if b.dynamic or not b.bytes:
                 tc.reason = f"`{buf}` is dynamic shared memory of unknown size"
             tc.box = _copy_box(tc, ev, cfg, settings)

@@ -18,8 +18,10 @@ from the analyses.
     r.barrier_counts[bar]   # tid -> how many times it ran that BARRIER
     r.races, r.async_hazards, r.oob, r.memory, r.local_memory, r.steps, r.notes
 
-Not executed (`NotSupported`): CALL, OPAQUE, MMA and the other tensor-core
-ops. Unknown special registers also raise.
+Not executed (`NotSupported`): CALL, OPAQUE, LDMATRIX, STMATRIX, MOVMATRIX
+and sparse MMA. Unknown special registers also raise. WMMA_LOAD, MMA and
+WMMA_STORE run warp-wide with a fragment layout of the interpreter's own
+(`ops_tensor`).
 
 The modules, in reading order:
 
@@ -38,6 +40,7 @@ The modules, in reading order:
 - `races`: the shared-memory race detector and the cp.async hazard kinds;
 - `async_copy`: cp.async copies in flight and when they land;
 - `collectives`: what a completed barrier or warp collective computes;
+- `ops_tensor`: the tensor-core ops (wmma.load, mma, wmma.store) of a warp;
 - `scheduler`: how threads advance, when barriers and collectives
   complete, hangs;
 - `machine`: the machine of one run, assembled from the parts above, and

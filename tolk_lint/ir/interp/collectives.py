@@ -1,7 +1,8 @@
 """Barriers and warp collectives: when a waiting group completes, and
 what it computes.
 
-A collective (WARP_SYNC, SHUFFLE, VOTE, MATCH, REDUX) runs once every
+A collective (WARP_SYNC, SHUFFLE, VOTE, MATCH, REDUX, and the tensor-core
+ops of `ops_tensor`) runs once every
 non-exited lane its mask names (and that exists in the block) waits at the
 same instruction with the same mask; if some lanes of the mask had exited,
 it still runs and the run records a `PartialArrival` (``kind="collective"``).
@@ -242,5 +243,8 @@ class _Collectives:
                 raise NotSupported(f"redux {rop}", ins)
             for th in ths:
                 self._set_result(th, ins, [res])
+            return
+        if op in (O.WMMA_LOAD, O.WMMA_STORE, O.MMA):
+            self._run_tensor(ins, ths)  # `ops_tensor`
             return
         raise NotSupported(f"{op.value}", ins)

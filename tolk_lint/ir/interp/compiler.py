@@ -4,7 +4,7 @@ Every instruction after a block's PHIs becomes the closure its opcode's
 handler builds (`_HANDLERS`; the ``ops_*`` modules); the PHIs become moves
 on each incoming edge; each block knows the natural loops around it (the
 dynamic-instance keys of `RunResult.instances`). An opcode without a
-handler (CALL, OPAQUE, MMA and the other tensor-core ops) compiles to a
+handler (CALL, OPAQUE, the matrix-move ops) compiles to a
 closure that raises `NotSupported` when a thread reaches it. The closures
 are cached beside the kernel."""
 
@@ -44,6 +44,7 @@ from tolk_lint.ir.interp.ops_memory import (
     _h_store,
     _h_wait,
 )
+from tolk_lint.ir.interp.ops_tensor import _h_tensor
 from tolk_lint.ir.interp.results import InterpError
 from tolk_lint.ir.interp.values import _coercer
 from tolk_lint.ir.nodes import Instr, Kernel
@@ -78,6 +79,9 @@ _HANDLERS: dict[Opcode, Callable] = {
     O.MATCH: _h_collective,
     O.REDUX: _h_collective,
     O.ACTIVEMASK: _h_collective,
+    O.WMMA_LOAD: _h_tensor,
+    O.WMMA_STORE: _h_tensor,
+    O.MMA: _h_tensor,
     O.PHI: _h_phi,
     O.BRANCH: _h_branch,
     O.JUMP: _h_jump,

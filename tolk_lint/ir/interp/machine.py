@@ -15,6 +15,7 @@ from tolk_lint.ir.interp.async_copy import _AsyncCopies, _Copy
 from tolk_lint.ir.interp.collectives import _Collectives
 from tolk_lint.ir.interp.compiler import _compiled
 from tolk_lint.ir.interp.memory import DEFAULT_DYNAMIC_SHARED, _Memory, _Region
+from tolk_lint.ir.interp.ops_tensor import _TensorCores
 from tolk_lint.ir.interp.races import _RaceDetector
 from tolk_lint.ir.interp.results import (
     AsyncHazard,
@@ -32,7 +33,7 @@ from tolk_lint.ir.nodes import Instr, Kernel
 _SPECIAL_CONST = {"nsmid": 1, "smid": 0, "gridid": 0, "warpsize": WARP_SIZE, "cluster_nctarank": 1}
 
 
-class _Machine(_Memory, _RaceDetector, _AsyncCopies, _Collectives, _Scheduler):
+class _Machine(_Memory, _RaceDetector, _AsyncCopies, _Collectives, _TensorCores, _Scheduler):
     """One workgroup's run: the launch, the memory, the threads."""
 
     def __init__(
