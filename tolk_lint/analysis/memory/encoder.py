@@ -2,9 +2,11 @@
 
 `MemoryEncoder` is `smt.Encoder` for the two threads of a pair, seeing
 through redundant PHI webs (`accesses.Canon`), with geometric loop counters
-(``s >>= 1``, ``off *= 2``) in closed form, the loop-carried values of
-nvcc's unrolled copy loops exact, and Numba's integers as the 64-bit
-integers they are.
+(``s >>= 1``, ``off *= 2``) in closed form, numba-cuda's range counters
+(a step selected on the latch's branch condition, `loops.latch_selected_ivs`)
+as the induction variables they are, the loop-carried values of nvcc's
+unrolled copy loops exact, and Numba's integers as the 64-bit integers they
+are.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class MemoryEncoder(smt.Encoder):
 
     canon: Canon | None = None
     geo: dict | None = None
+    selected_ivs: dict | None = None  # header PHI -> (loop, InductionVariable), `loops.latch_selected_ivs`
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -78,7 +81,17 @@ class MemoryEncoder(smt.Encoder):
             return self.fit(self.enc(d.args[0], t), self.width(v.type), True)
         return super()._arith(d, v, t)
 
+    def _is_iv(self, lp: Loop, v: Value) -> bool:
+        return any(iv.phi is v for iv in lp.ivs) or v in (self.selected_ivs or {})
+
     def _header_phi(self, lp, d, v, t):
+        sel = (self.selected_ivs or {}).get(v)
+        if sel is not None:
+            iv = sel[1]
+            start = self.enc(iv.start, t)
+            if not self.z3.is_bool(start):
+                w = start.size()
+                return start + self.z3.BitVecVal(iv.step % (1 << w), w) * self.fit(self.trip_of(lp, t), w)
         g = (self.geo or {}).get(v)
         if g is None:
             got = self._carried(lp, d, v, t)
@@ -114,7 +127,7 @@ class MemoryEncoder(smt.Encoder):
     _CARRY_DEPTH = 4
 
     def _carried(self, lp: Loop, d: Instr, v: Value, t: int):
-        if any(iv.phi is v for iv in lp.ivs) or self.nodes > smt.MAX_NODES:
+        if self._is_iv(lp, v) or self.nodes > smt.MAX_NODES:
             return None
         plan = self._carry_plan(lp, v)
         if plan is None:
@@ -190,7 +203,7 @@ class MemoryEncoder(smt.Encoder):
         an inner loop's PHI over its exit trips) through every branch
         condition of the loop."""
         canon = self.canon or (lambda a: a)
-        ivs = {iv.phi for iv in lp.ivs}
+        ivs = {iv.phi for iv in lp.ivs} | set(self.selected_ivs or ())
         conds = None
         out: set = set()
         seen: set = set()
