@@ -176,7 +176,7 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
 
     fresh_context()  # the kernel's witnesses depend on the kernel alone
     out: list[Diagnostic] = []
-    ctx = RuleContext(module, k, settings, kernel_target(k, module, settings))
+    ctx = RuleContext(module, k, settings, kernel_target(k, module, settings), relint=_relinter(module, settings))
     outer = budget.current()
     kernel_budget = outer.child(settings.kernel_time_budget, "the kernel's time budget") if outer else None
     with budget.running(kernel_budget):
@@ -201,6 +201,38 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
                     )
                 )
     return out
+
+
+_proving = threading.local()  # set on the thread of a lint that proves a rewrite
+
+
+def _relinter(module: Module, settings: Settings):
+    """The ``relint`` a rule proves its rewrite with (None inside such a proof)."""
+    if getattr(_proving, "active", False):
+        return None
+    return lambda text, select: relint_text(text, module.path, settings, select)
+
+
+def relint_text(text: str, path: str, settings: Settings, select: tuple[str, ...]) -> list[Diagnostic]:
+    """Every finding of the rules ``select`` names on ``text`` (as the file
+    ``path``), with no noqa, per-file ignore or selection of the user's
+    hiding any: what a rewrite is proved by. It runs on a thread of its own,
+    so its Z3 context is its own (the caller's analyses keep theirs), under
+    the caller's budget; rules there offer no fixes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    outer = budget.current()
+    judged = settings.with_(select=tuple(select), extend_select=(), ignore=(), per_file_ignores=())
+
+    def work() -> list[Diagnostic]:
+        _proving.active = True
+        with budget.running(outer), fewer_collections():
+            module = parse(text, path)
+            prepare(module, judged)
+            return check_module(module, judged)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tolk-lint-proof") as pool:
+        return pool.submit(work).result()
 
 
 # The one line every internal error ends with.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 from tolk_lint.diagnostics import Diagnostic, Fix, Related, Severity
 from tolk_lint.ir.nodes import Instr, Kernel, Module, Origin, Span
@@ -75,6 +75,10 @@ class RuleContext:
     settings: Settings
     target: Target
     _facts: dict[str, Any] = field(default_factory=dict)
+    # Lints a rewritten text of this file and gives every finding of the
+    # selected rules (``relint(text, select)``): how a fix proves itself.
+    # The engine sets it; None inside such a lint (no fix proves itself twice).
+    relint: Callable[[str, tuple[str, ...]], list[Diagnostic]] | None = None
 
     def uniformity(self):
         from tolk_lint.analysis.uniform import uniformity

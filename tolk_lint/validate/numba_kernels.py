@@ -137,5 +137,5 @@ def differences(name: str, original: np.ndarray, fixed: np.ndarray, limit: int =
              + (f" ({int(np.isnan(fixed).sum())} NaN in the fixed kernel's)" if fixed.dtype.kind == "f" else "")]
     for idx in wrong[:limit]:
         i = tuple(int(x) for x in idx)
-        lines.append(f"  at {list(i)}: original {original[i]!r}, fixed {fixed[i]!r}")
+        lines.append(f"  at {list(i)}: original {original[i].item()!r}, fixed {fixed[i].item()!r}")
     return lines
