@@ -116,6 +116,9 @@ def read_loop(source: str, kernel: str, loop_line: int, barrier_lines: set[int],
     fn = functions[0]
     loops = [n for n in _walk(fn) if isinstance(n, cst.For) and line(n) == loop_line]
     if len(loops) != 1:
+        if any(isinstance(n, cst.While) and line(n) == loop_line for n in _walk(fn)):
+            raise Refused(f"the loop at line {loop_line} is a `while` loop: only `for ... in range(...)` loops "
+                          "are rewritten")  # fmt: skip
         raise Refused(f"no `for` loop at line {loop_line}")
     loop = loops[0]
     var, start, stop, step = _range_of(loop, module)
