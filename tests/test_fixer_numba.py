@@ -40,6 +40,7 @@ FIXED = {
     "staged/weighted_gather": ("staged/weighted_gather", False),
     "staged/sgemm_ragged": ("staged/sgemm_ragged", True),
     "staged/column_sums_guarded": ("staged/column_sums_guarded", True),
+    "staged/repeated_sweeps": ("staged/repeated_sweeps", False),
     "sgemm_tiled_sync": ("sgemm", False),
     "sgemm_guarded_sync": ("sgemm", True),
 }
@@ -136,6 +137,17 @@ def test_a_guarded_copy_becomes_a_zero_fill_copy_from_its_own_index_or_0():
     assert "sA_inside = row < A.shape[0] and (k0 + TILE) + tx < K" in new
     assert "(row if sA_inside else 0, ((k0 + TILE) + tx) if sA_inside else 0), 4,\n" in new
     assert "4 if sA_inside else 0)" in new
+
+
+def test_a_loop_inside_another_ends_its_drain_with_a_barrier():
+    path, launch, _ = _case("staged/repeated_sweeps")
+    new, fix = fix_text(path.read_text(), str(path), launch.block)
+    assert isinstance(fix, Fix)
+    assert "        wait_group(0)\n        cuda.syncthreads()\n    y[t] = acc" in new
+    without = new.replace("        wait_group(0)\n        cuda.syncthreads()\n    y[t]", "        wait_group(0)\n    y[t]")
+    ctx = contexts(without, str(path), launch.block)[0]
+    codes = [d.code for d in engine.lint_text(without, str(path), ctx.settings).diagnostics]
+    assert "TL204" in codes, "the next sweep's prologue races with the last trip's reads"
 
 
 def test_text_edits_replace_whole_changed_lines():
@@ -306,3 +318,48 @@ def test_a_fix_inside_a_proof_is_not_offered():
     ctx.relint = None
     outcome = pipeline_fix(ctx, tl302_copies(ctx))
     assert isinstance(outcome, NotFixable) and "not proved" in outcome.reason
+
+
+TWO_KERNELS = '''"""Two kernels."""
+from numba import cuda, float32
+
+T = 64
+
+
+@cuda.jit("void(float32[::1], float32[::1], int64)")
+def first(x, y, n):
+    s = cuda.shared.array(T, float32)
+    t = cuda.threadIdx.x
+    for i in range(n):
+        s[t] = x[i * T + t]
+        cuda.syncthreads()
+        y[t] += s[(t + 1) % T]
+        cuda.syncthreads()
+
+
+@cuda.jit("void(float32[::1], float32[::1], int64)")
+def second(x, y, n):
+    s = cuda.shared.array(T, float32)
+    t = cuda.threadIdx.x
+    for i in range(n):
+        s[t] = x[i * T + t] if i * T + t < x.shape[0] else 0
+        cuda.syncthreads()
+        y[t] += s[(t + 3) % T]
+        cuda.syncthreads()
+'''
+
+
+def test_fixing_a_second_kernel_extends_the_runtime_import():
+    from fixer_support import guarded_copies
+
+    from tolk_lint.fix.edits import apply_edits
+
+    once, fix = fix_text(TWO_KERNELS, "two.py", (64, 1, 1))
+    assert isinstance(fix, Fix)
+    assert "from tolk_lint.runtime import commit_group, cp_async, wait_group\n" in once
+    ctx = next(c for c in contexts(once, "two.py", (64, 1, 1)) if c.kernel.name == "second")
+    second = pipeline_fix(ctx, guarded_copies(ctx))
+    assert isinstance(second, Fix), getattr(second, "reason", second)
+    twice, _ = apply_edits(once, [second])
+    assert twice.count("from tolk_lint.runtime import") == 1
+    assert "from tolk_lint.runtime import commit_group, cp_async, cp_async_zfill, wait_group\n" in twice

@@ -17,6 +17,7 @@ that leaves every other line as the user wrote it (comments included).
         slot = ((v - start) // step) & 1
         ...X[slot, ...]...                       # the compute, on this trip's slot
     wait_group(0)                                # nothing in flight after the loop
+                                                 # (and a barrier when the loop runs again)
 
 The barrier that ended each trip goes when it was the body's last statement
 and the trip stores no other shared array before its first barrier: trip
@@ -53,7 +54,10 @@ def rewrite(src: LoopSource, nbytes: dict[str, int]) -> str:
     builder = _Builder(src, nbytes, fresh)
     prologue = builder.prologue()
     body = builder.body(slot)
-    drain = _statement("wait_group(0)", "# no copy may be in flight after the loop (cp.async pipeline)")
+    drain = [_statement("wait_group(0)", "# no copy may be in flight after the loop (cp.async pipeline)")]
+    if src.nested:
+        # the loop runs again: its next prologue refills slot 0, which the last trip may still be reading
+        drain.append(src.body[src.barrier].with_changes(leading_lines=()))
     new_loop = src.loop.with_changes(body=src.loop.body.with_changes(body=body))
     declarations = {id(st.declaration): _doubled(st.declaration, st.call) for st in src.staged.values()}
     function = src.function.visit(_Replace(src.loop, prologue, new_loop, drain, declarations))
@@ -238,7 +242,7 @@ class _Replace(cst.CSTTransformer):
             if o is self.loop:
                 first = self.prologue[0].with_changes(leading_lines=[*self.loop.leading_lines,
                                                                      *self.prologue[0].leading_lines])  # fmt: skip
-                out += [first, *self.prologue[1:], self.new_loop.with_changes(leading_lines=()), self.drain]
+                out += [first, *self.prologue[1:], self.new_loop.with_changes(leading_lines=()), *self.drain]
             else:
                 out.append(u)
         return updated.with_changes(body=out)

@@ -91,6 +91,7 @@ class LoopSource:
     defined: dict[str, cst.BaseExpression]  # names the trip sets once before its copies: their values
     names: set[str]  # every name the module uses (for fresh ones)
     column: int = 0  # where the `for` starts on its line (0-based): the prologue's indentation
+    nested: bool = False  # the loop sits in another loop: its prologue runs again after its last trip
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
@@ -144,6 +145,8 @@ def read_loop(source: str, kernel: str, loop_line: int, barrier_lines: set[int],
         and not _other_shared_stores(out)
     )  # fmt: skip
     _definitions(out)
+    out.nested = any(isinstance(n, (cst.For, cst.While)) and n is not loop and any(x is loop for x in _walk(n))
+                     for n in _walk(fn.body))  # fmt: skip
     return out
 
 
@@ -365,12 +368,12 @@ def _parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def _check_uses(out: LoopSource, line) -> None:
     copies = {id(s) for st in out.staged.values() for c in st.copies for s in c.statements}
+    inside = {id(n) for n in _walk(out.loop)}
     for name, st in out.staged.items():
-        for stmt in out.function.body.body:
-            if stmt is st.declaration or stmt is out.loop:
-                continue
-            if _mentions(stmt, name):
-                raise Refused(f"`{name}` is used outside the loop (line {line(stmt)})")
+        declared = {id(n) for n in _walk(st.declaration)}
+        for n in _walk(out.function.body):
+            if isinstance(n, cst.Name) and n.value == name and id(n) not in inside and id(n) not in declared:
+                raise Refused(f"`{name}` is used outside the loop (line {line(n)})")
         for i, stmt in enumerate(out.body):
             if i < out.barrier and id(stmt) in copies:
                 continue
