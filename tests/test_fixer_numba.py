@@ -95,8 +95,8 @@ def test_the_docs_sgemm_fix_is_form_a_and_keeps_every_other_line():
     expected_loop = """\
     # start copying tile 0 into slot 0 (cp.async pipeline)
     if 0 < bpg:
-        cp_async(sA, (0, ty, tx), A, (y, tx + 0 * TPB), 4)
-        cp_async(sB, (0, ty, tx), B, (ty + 0 * TPB, x), 4)
+        cp_async(sA, (0, ty, tx), A, (y, tx), 4)
+        cp_async(sB, (0, ty, tx), B, (ty, x), 4)
     commit_group()
     for i in range(bpg):
         # Wait until all threads finish preloading

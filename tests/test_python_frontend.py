@@ -1094,3 +1094,21 @@ def test_runtime_calls_it_cannot_read_are_tl002(case) -> None:
     mod = lower(src)
     assert codes(mod) == ["TL002"], case
     assert not ops(kernel(mod), Opcode.CP_ASYNC) and not ops(kernel(mod), Opcode.CP_ASYNC_WAIT)
+
+
+def test_the_reference_interpreter_runs_the_runtime_calls() -> None:
+    """The IR the runtime's calls lower to is the PTX front end's: the
+    interpreter (the property tests' ground truth) models its group queue,
+    and sees the hazards of the pipeline without its wait."""
+    from tolk_lint.ir.interp import run
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "numba" / "memory"
+    found = {}
+    for name in ("cp_async_pipeline_1d.py", "cp_async_pipeline_1d_no_wait.py"):
+        k = kernel(parse_python((root / name).read_text(), name))
+        r = run(k, block=(128, 1, 1), params={"ntiles": 3}, global_mem={"x": [float(i) for i in range(384)],
+                                                                         "out": [0.0] * 128})  # fmt: skip
+        assert r.ok
+        found[name] = {h.kind for h in r.async_hazards}
+    assert found["cp_async_pipeline_1d.py"] == set()
+    assert {"read-before-wait", "copy-over-inflight"} <= found["cp_async_pipeline_1d_no_wait.py"]

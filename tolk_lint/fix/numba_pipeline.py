@@ -93,8 +93,13 @@ def pipelined_text(ctx: RuleContext, copies: list[TileCopy]) -> str | NotFixable
         return NotFixable("the loop has no source line")
     barriers = {i.span.line for i in kernel.instrs() if i.op is O.BARRIER and i.span is not None
                 and i.attrs.get("kind", "sync") == "sync"}  # fmt: skip
+    barrier = copies[0].barrier
+    if barrier.span is None:
+        return NotFixable("the barrier after the copies has no source line")
+    steps = {iv.phi.source_name: iv.step for iv in loop.ivs if iv.step is not None}  # variable -> its step
     try:
-        src = read_loop(ctx.module.source, kernel.name, loop_line, barriers, [tc.buffer for tc in copies])
+        src = read_loop(ctx.module.source, kernel.name, loop_line, barrier.span.line, barriers,
+                        [tc.buffer for tc in copies], steps)  # fmt: skip
         return rewrite(src, nbytes)
     except Refused as e:
         return NotFixable(e.reason)

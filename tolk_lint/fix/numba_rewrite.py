@@ -181,7 +181,36 @@ class _Substitute:
                 mapping[name] = self.values[name]
             elif name in self.src.defined:
                 mapping[name] = "(" + self(self.src.defined[name]) + ")"
-        return self.src.module.code_for_node(expr.visit(_Names(mapping)))
+        return self.src.module.code_for_node(expr.visit(_Names(mapping)).visit(_FoldZeros()))
+
+
+class _FoldZeros(cst.CSTTransformer):
+    """``0 * e``, ``e * 0`` -> ``0`` and ``0 + e``, ``e + 0``, ``e - 0`` -> ``e``:
+    what putting the first trip's 0 for the loop variable leaves in an
+    index (``tx + 0 * TPB``). Indices and their guards are integers, where
+    these are identities."""
+
+    def leave_BinaryOperation(self, original, updated: cst.BinaryOperation):
+        left, right, op = updated.left, updated.right, updated.operator
+        if isinstance(op, cst.Multiply) and (_is_zero_literal(left) or _is_zero_literal(right)):
+            return cst.Integer("0", lpar=updated.lpar, rpar=updated.rpar)
+        if isinstance(op, cst.Add) and _is_zero_literal(left):
+            return _keep_parens(right, updated)
+        if isinstance(op, (cst.Add, cst.Subtract)) and _is_zero_literal(right):
+            return _keep_parens(left, updated)
+        return updated
+
+
+def _is_zero_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer) and node.value == "0"
+
+
+def _keep_parens(node: cst.BaseExpression, outer: cst.BaseExpression) -> cst.BaseExpression:
+    """``node`` in the place of ``outer``: with ``outer``'s parentheses when
+    ``node`` has none (a name or a number needs none)."""
+    if node.lpar or isinstance(node, (cst.Name, cst.Integer, cst.Attribute, cst.Call, cst.Subscript)):
+        return node
+    return node.with_changes(lpar=outer.lpar, rpar=outer.rpar)
 
 
 class _Names(cst.CSTTransformer):

@@ -37,7 +37,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 # calls an index may make: pure, so evaluating them a trip early changes nothing
-PURE_CALLS = frozenset({"min", "max", "abs", "int"})
+PURE_CALLS = frozenset({"min", "max", "abs", "int", "len"})
 
 
 class Refused(Exception):
@@ -97,9 +97,12 @@ class LoopSource:
         return self.module.code_for_node(node)
 
 
-def read_loop(source: str, kernel: str, loop_line: int, barrier_lines: set[int], staged: list[str]) -> LoopSource:
-    """The loop of ``kernel`` at ``loop_line`` staging ``staged``;
-    ``barrier_lines`` are the lines of the kernel's barriers (from the IR)."""
+def read_loop(source: str, kernel: str, loop_line: int, barrier_line: int, barrier_lines: set[int],
+              staged: list[str], steps: dict[str, int] | None = None) -> LoopSource:  # fmt: skip
+    """The loop of ``kernel`` at ``loop_line`` staging ``staged``, from the
+    IR: ``barrier_line`` is the line of the barrier after the copies,
+    ``barrier_lines`` those of all the kernel's barriers, ``steps`` the
+    constant steps of the loop's induction variables, by variable."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -122,7 +125,7 @@ def read_loop(source: str, kernel: str, loop_line: int, barrier_lines: set[int],
                           "are rewritten")  # fmt: skip
         raise Refused(f"no `for` loop at line {loop_line}")
     loop = loops[0]
-    var, start, stop, step = _range_of(loop, module)
+    var, start, stop, step = _range_of(loop, module, steps or {})
     if not isinstance(loop.body, cst.IndentedBlock):
         raise Refused("the loop's body is on the `for` line")
     for n in _walk(loop.body):
@@ -130,7 +133,7 @@ def read_loop(source: str, kernel: str, loop_line: int, barrier_lines: set[int],
             word = type(n).__name__.lower()
             raise Refused(f"the loop has a `{word}`: its trips are not all full")
     body = list(loop.body.body)
-    barrier = next((i for i, s in enumerate(body) if line(s) in barrier_lines and _is_bare_call(s)), None)
+    barrier = next((i for i, s in enumerate(body) if line(s) == barrier_line and _is_bare_call(s)), None)
     if barrier is None:
         raise Refused("the barrier after the tile copies is not a statement of the loop's body")
     names = {n.value for n in _walk(module) if isinstance(n, cst.Name)}
@@ -153,7 +156,7 @@ def read_loop(source: str, kernel: str, loop_line: int, barrier_lines: set[int],
 # -- the loop header ---------------------------------------------------------------------------
 
 
-def _range_of(loop: cst.For, module: cst.Module):
+def _range_of(loop: cst.For, module: cst.Module, ir_steps: dict[str, int]):
     if loop.orelse is not None:
         raise Refused("the loop has an `else`")
     if not isinstance(loop.target, cst.Name):
@@ -169,6 +172,8 @@ def _range_of(loop: cst.For, module: cst.Module):
     step = 1
     if len(args) == 3:
         step = _constant_int(args[2], module)
+        if step is None:
+            step = ir_steps.get(loop.target.value)
         if step is None or step <= 0:
             raise Refused("the loop's step is not a positive constant")
     return loop.target.value, args[0], args[1], step
@@ -433,9 +438,13 @@ def _definitions(out: LoopSource) -> None:
     assigned = _assigned_names(out.loop.body)
     if out.var in assigned:
         raise Refused(f"the loop's body assigns its variable `{out.var}`")
-    for name in names_in(out.stop) | (names_in(out.start) if out.start is not None else set()):
-        if name in assigned or name == out.var:
-            raise Refused(f"the loop's bounds use `{name}`, which the loop changes")
+    bounds = [out.stop, *([out.start] if out.start is not None else []), *out.loop.iter.args[2:3]]
+    for expr in bounds:
+        expr = expr.value if isinstance(expr, cst.Arg) else expr
+        _check_pure(expr, out)
+        for name in names_in(expr):
+            if name in assigned or name == out.var:
+                raise Refused(f"the loop's bounds use `{name}`, which the loop changes")
     first_copy = min(out.body.index(c.statements[0]) for st in out.staged.values() for c in st.copies)
     simple: dict[str, tuple[int, cst.BaseExpression]] = {}
     for i, stmt in enumerate(out.body):
