@@ -363,3 +363,13 @@ def test_fixing_a_second_kernel_extends_the_runtime_import():
     twice, _ = apply_edits(once, [second])
     assert twice.count("from tolk_lint.runtime import") == 1
     assert "from tolk_lint.runtime import commit_group, cp_async, cp_async_zfill, wait_group\n" in twice
+
+
+@pytest.mark.parametrize("path", sorted(STAGED.glob("*.py")), ids=lambda p: p.stem)
+def test_every_staged_fixture_has_a_launch_spec_of_its_parameters(path):
+    spec = load_spec(str(path.with_suffix(".toml")))
+    cpu, gpu = spec.resolve(), spec.resolve(gpu=True)
+    module = engine.parse(path.read_text(), str(path))
+    (k,) = [k for k in module.kernels if k.name == cpu.kernel]
+    assert [a.name for a in cpu.args] == [p.name for p in k.params] == [a.name for a in gpu.args]
+    assert cpu.outputs and all(a.shape for a in cpu.outputs)
