@@ -29,6 +29,7 @@ above; the analyses come in through ``ctx``.
 from __future__ import annotations
 
 import difflib
+import logging
 from typing import TYPE_CHECKING
 
 from tolk_lint.diagnostics import Applicability, Edit, Fix
@@ -44,13 +45,19 @@ if TYPE_CHECKING:
     from tolk_lint.registry import RuleContext
 
 O = Opcode
+log = logging.getLogger("tolk_lint.fix")
+REPORT = "this is a bug in tolk-lint: please report it with this file"
 COPY_BYTES = (4, 8)  # the element copies this rewrite emits (16-byte runs would need re-chunking)
 
 
 def pipeline_fix(ctx: RuleContext, copies: list[TileCopy]) -> Fix | NotFixable:
     """The fix pipelining the loop of ``copies`` (TileCopys of one loop of
     ``ctx.kernel``), or why there is none."""
-    fixed = pipelined_text(ctx, copies)
+    try:
+        fixed = pipelined_text(ctx, copies)
+    except Exception as e:  # noqa: BLE001 - a rewrite that fails must not take TL302's finding down
+        log.debug("the Numba rewrite failed on %s", ctx.kernel.name, exc_info=True)
+        return NotFixable(f"the Numba rewrite failed ({type(e).__name__}: {e}); {REPORT}")
     if isinstance(fixed, NotFixable):
         return fixed
     if ctx.relint is None:

@@ -104,14 +104,15 @@ class _Builder:
 
     def body(self, slot: str) -> list[cst.BaseStatement]:
         src = self.src
-        replaced = {id(s) for st in src.staged.values() for c in st.copies for s in c.statements}
+        replaced = {id(s) for st in src.staged.values() for c in st.copies for s in c.outer}
         before = [s for s in src.body[: src.barrier] if id(s) not in replaced]
         barrier = src.body[src.barrier]
         wait = _statement("wait_group(0)").with_changes(leading_lines=barrier.leading_lines)
         nxt = f"{_atom(self.var)} + {_atom(self.step)}"
         column = src_column(src) + 2 * self.indent
         issue = _if(f"{nxt} < {_atom(self.stop)}", self._copies({self.var: f"({nxt})"}, self.slot_of(nxt), column))
-        moved = [line for st in src.staged.values() for c in st.copies for line in c.statements[0].leading_lines]
+        moved = [line for st in src.staged.values() for c in st.copies for line in c.outer[0].leading_lines
+                 if c.block is None or c is _first_of_block(src, c)]  # fmt: skip
         issue = issue.with_changes(leading_lines=[*moved, _comment_line(
             "# start copying the next tile into the other slot (cp.async pipeline)")])
         after = src.body[src.barrier + 1 :]
@@ -135,11 +136,33 @@ class _Builder:
         ``comments`` is false)."""
         out: list[cst.BaseStatement] = []
         sub = _Substitute(values, self.src)
+        blocks: set[int] = set()
         for st in self.src.staged.values():
-            n = self.nbytes[st.name]
             for c in st.copies:
-                out += self._copy(c, sub, slot, n, column, comments)
+                if c.block is None:
+                    out += self._copy(c, sub, slot, self.nbytes[c.buffer], column, comments)
+                elif id(c.block) not in blocks:
+                    blocks.add(id(c.block))
+                    out.append(self._block(c.block, sub, slot, column, comments))
         return out
+
+    def _block(self, block: cst.For, sub, slot: str, column: int, comments: bool) -> cst.For:
+        """A copy loop at another trip: its assignments and the range it
+        walks at that trip, its copies made cp.async copies into ``slot``."""
+        mine = {id(s): c for st in self.src.staged.values() for c in st.copies if c.block is block
+                for s in c.statements}  # fmt: skip
+        body: list[cst.BaseStatement] = []
+        for inner in block.body.body:
+            c = mine.get(id(inner))
+            if c is None:
+                assign = inner.body[0]
+                name = assign.targets[0].target.value
+                body.append(_statement(f"{name} = {sub(assign.value)}").with_changes(
+                    leading_lines=inner.leading_lines, trailing_whitespace=inner.trailing_whitespace))
+            elif inner is c.statements[-1]:
+                body += self._copy(c, sub, slot, self.nbytes[c.buffer], column + self.indent, comments)
+        # its comments moved to the `if` that issues the next tile
+        return cst.For(target=block.target, iter=cst.parse_expression(sub(block.iter)), body=cst.IndentedBlock(body=body))
 
     def _copy(self, c: Copy, sub, slot: str, n: int, column: int, comments: bool) -> list[cst.BaseStatement]:
         dst = ", ".join([slot, *(sub(x) for x in c.dst)])
@@ -156,6 +179,10 @@ class _Builder:
             _call("cp_async_zfill", [c.buffer, f"({dst})", c.src_array, src, str(n), f"{n} if {ok} else 0"], column,
                   trailing),  # fmt: skip
         ]
+
+
+def _first_of_block(src: LoopSource, c: Copy) -> Copy:
+    return next(x for st in src.staged.values() for x in st.copies if x.block is c.block)
 
 
 def _index(c: Copy, items: list[str]) -> str:

@@ -61,6 +61,13 @@ class Copy:
     guard: cst.BaseExpression | None
     line: int
     src_tuple: bool = False  # the source was indexed by a tuple (``A[i, j]``), not one item
+    block: cst.For | None = None  # the copy loop it sits in (``for e in range(t, n, T): ...``), if any
+    locals: frozenset[str] = frozenset()  # the names that copy loop assigns
+
+    @property
+    def outer(self) -> list[cst.BaseStatement]:
+        """The statements of the staged loop's body the copy replaces."""
+        return [self.block] if self.block is not None else self.statements
 
 
 @dataclass
@@ -243,6 +250,10 @@ def _under_subscript(n: cst.CSTNode, root: cst.CSTNode) -> bool:
 def _read_copies(out: LoopSource, line) -> None:
     pending_zero: dict[str, tuple[cst.BaseStatement, str]] = {}  # buffer -> its `X[d] = 0`, d's text
     for stmt in out.body[: out.barrier]:
+        if isinstance(stmt, cst.For) and any(_stores_into(stmt, name) for name in out.staged):
+            for copy in _copy_block(stmt, out, line):
+                out.staged[copy.buffer].copies.append(copy)
+            continue
         copy = _copy_of(stmt, out, line, pending_zero)
         if copy is None:
             if any(_mentions(stmt, name) for name in out.staged):
@@ -258,6 +269,40 @@ def _read_copies(out: LoopSource, line) -> None:
     for s in out.staged.values():
         if not s.copies:
             raise Refused(f"no tile copy into `{s.name}` before the barrier")
+
+
+def _copy_block(block: cst.For, out: LoopSource, line) -> list[Copy]:
+    """The copies of a copy loop (``for e in range(t, n, THREADS): r = ...;
+    s[r, c] = a[...]``): a ``for`` over a range whose body assigns names and
+    copies, and nothing else. Its names are its own: used nowhere else in
+    the staged loop's body."""
+    at = line(block)
+    if block.orelse is not None or not isinstance(block.body, cst.IndentedBlock) \
+            or not (isinstance(block.iter, cst.Call) and isinstance(block.iter.func, cst.Name)
+                    and block.iter.func.value == "range"):  # fmt: skip
+        raise Refused(f"the copy loop at line {at} is not a plain `for ... in range(...)`")
+    names = set(_assignment_counts(block))
+    pending: dict[str, tuple[cst.BaseStatement, str]] = {}
+    copies: list[Copy] = []
+    for inner in block.body.body:
+        if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1 and isinstance(inner.body[0], cst.Assign) \
+                and len(inner.body[0].targets) == 1 and isinstance(inner.body[0].targets[0].target, cst.Name):  # fmt: skip
+            continue
+        copy = _copy_of(inner, out, line, pending)
+        if copy is None:
+            raise Refused(f"line {line(inner)}, in the copy loop at line {at}, is neither a copy nor an assignment")
+        if copy != "zero":
+            copies.append(copy)
+    if pending:
+        raise Refused(f"the copy loop at line {at} zeroes an element it does not copy")
+    for stmt in out.body:
+        if isinstance(stmt, cst.For) and any(_stores_into(stmt, name) for name in out.staged):
+            continue  # a copy loop (this one, or another that assigns its names before it reads them)
+        if any(isinstance(n, cst.Name) and n.value in names for n in _walk(stmt)):
+            raise Refused(f"the names the copy loop at line {at} assigns are used elsewhere in the loop")
+    for c in copies:
+        c.block, c.locals = block, frozenset(names)
+    return copies
 
 
 def _copy_of(stmt, out: LoopSource, line, pending_zero):
@@ -372,7 +417,7 @@ def _parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _check_uses(out: LoopSource, line) -> None:
-    copies = {id(s) for st in out.staged.values() for c in st.copies for s in c.statements}
+    copies = {id(s) for st in out.staged.values() for c in st.copies for s in c.outer}
     inside = {id(n) for n in _walk(out.loop)}
     for name, st in out.staged.items():
         declared = {id(n) for n in _walk(st.declaration)}
@@ -416,7 +461,7 @@ def _stores_into(stmt: cst.CSTNode, name: str) -> bool:
 def _other_shared_stores(out: LoopSource) -> bool:
     """Whether the trip stores into some array before the barrier other than
     by the staged copies (another shared tile the trailing barrier may protect)."""
-    copies = {id(s) for st in out.staged.values() for c in st.copies for s in c.statements}
+    copies = {id(s) for st in out.staged.values() for c in st.copies for s in c.outer}
     for stmt in out.body[: out.barrier]:
         if id(stmt) in copies:
             continue
@@ -445,7 +490,7 @@ def _definitions(out: LoopSource) -> None:
         for name in names_in(expr):
             if name in assigned or name == out.var:
                 raise Refused(f"the loop's bounds use `{name}`, which the loop changes")
-    first_copy = min(out.body.index(c.statements[0]) for st in out.staged.values() for c in st.copies)
+    first_copy = min(out.body.index(c.outer[0]) for st in out.staged.values() for c in st.copies)
     simple: dict[str, tuple[int, cst.BaseExpression]] = {}
     for i, stmt in enumerate(out.body):
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
@@ -455,10 +500,10 @@ def _definitions(out: LoopSource) -> None:
     counts = _assignment_counts(out.loop.body)
     seen: set[str] = set()
 
-    def need(expr: cst.BaseExpression, at: int, depth: int = 0) -> None:
+    def need(expr: cst.BaseExpression, at: int, depth: int = 0, own: frozenset = frozenset()) -> None:
         _check_pure(expr, out)
         for name in names_in(expr):
-            if name == out.var or name in seen or name not in assigned:
+            if name == out.var or name in seen or name in own or name not in assigned:
                 continue
             got = simple.get(name)
             if got is None or counts.get(name, 0) != 1 or got[0] >= at or depth > 8:
@@ -469,9 +514,15 @@ def _definitions(out: LoopSource) -> None:
 
     for st in out.staged.values():
         for c in st.copies:
-            at = out.body.index(c.statements[0])
+            at = out.body.index(c.outer[0])
             for expr in [*c.dst, *c.src, *([c.guard] if c.guard is not None else [])]:
-                need(expr, min(at, first_copy))
+                need(expr, min(at, first_copy), own=c.locals)
+            if c.block is not None:
+                for n in _walk(c.block):
+                    if isinstance(n, cst.Assign):
+                        need(n.value, min(at, first_copy), own=c.locals)
+                for arg in c.block.iter.args:
+                    need(arg.value, min(at, first_copy), own=c.locals)
             if c.src_array in assigned:
                 raise Refused(f"the loop assigns `{c.src_array}`, a tile copy's source")
 
