@@ -1017,3 +1017,98 @@ def test_unknown_names_and_calls_of_free_variables_are_tl002() -> None:
     ds = only_tl002(mod)
     assert sorted(d.message.split("`")[1] for d in ds) == ["cfg", "fn", "undefined_name"]
     assert all(d.span.line == 7 for d in ds)
+
+
+# -- tolk_lint.runtime: the cp.async calls of the fixer's kernels ----------------------
+
+RUNTIME_KERNEL = """
+from numba import cuda, float32
+{imports}
+
+@cuda.jit
+def k(A, out):
+    s = cuda.shared.array((2, 64), float32)
+    t = cuda.threadIdx.x
+    {copy}(s, (1, t), A, t, 4)
+    {zfill}(s, (0, t), A, (t if t < 3 else 0), 4, 4 if t < 3 else 0)
+    {commit}()
+    {wait}(0)
+    cuda.syncthreads()
+    out[t] = s[1, t] + s[0, t]
+"""
+
+RUNTIME_ALIASES = {
+    "from-import": ("from tolk_lint.runtime import commit_group, cp_async, cp_async_zfill, wait_group",
+                    "cp_async", "cp_async_zfill", "commit_group", "wait_group"),
+    "renamed": ("from tolk_lint.runtime import commit_group as c, cp_async as cp, cp_async_zfill as z, "
+                "wait_group as w", "cp", "z", "c", "w"),
+    "module alias": ("import tolk_lint.runtime as rt", "rt.cp_async", "rt.cp_async_zfill", "rt.commit_group",
+                     "rt.wait_group"),
+    "dotted": ("import tolk_lint.runtime", "tolk_lint.runtime.cp_async", "tolk_lint.runtime.cp_async_zfill",
+               "tolk_lint.runtime.commit_group", "tolk_lint.runtime.wait_group"),
+    "its GPU module": ("from tolk_lint.runtime.intrinsics import commit_group, cp_async, cp_async_zfill, "
+                       "wait_group", "cp_async", "cp_async_zfill", "commit_group", "wait_group"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("form", list(RUNTIME_ALIASES))
+def test_runtime_calls_are_the_irs_cp_async_ops_under_any_alias(form) -> None:
+    imports, copy, zfill, commit, wait = RUNTIME_ALIASES[form]
+    mod = lower(RUNTIME_KERNEL.format(imports=imports, copy=copy, zfill=zfill, commit=commit, wait=wait))
+    assert codes(mod) == []
+    k = kernel(mod)
+    copies = ops(k, Opcode.CP_ASYNC)
+    assert [(c.attrs["bytes"], c.attrs["cache"], c.attrs["buffer"], c.attrs["src_buffer"], len(c.args))
+            for c in copies] == [(4, "ca", "s", "A", 2), (4, "ca", "s", "A", 3)]  # fmt: skip
+    assert [len(c.attrs["index"]) for c in copies] == [2, 2]
+    assert len(ops(k, Opcode.CP_ASYNC_COMMIT)) == 1
+    assert [w.attrs["n"] for w in ops(k, Opcode.CP_ASYNC_WAIT)] == [0]
+    assert not ops(k, Opcode.OPAQUE)
+
+
+RUNTIME_REFUSED = {
+    "computed size": "cp_async(s, t, A, t, n)",
+    "size 2": "cp_async(s, t, A, t, 2)",
+    "global destination": "cp_async(A, t, A, t, 4)",
+    "shared source": "cp_async(s, t, s, t, 4)",
+    "dtype mismatch": "cp_async(s, t, D, t, 4)",
+    "a view, not an element": "cp_async(s2, t, A, t, 4)",
+    "computed wait count": "wait_group(n)",
+    "wait count 8": "wait_group(8)",
+}
+
+
+@pytest.mark.parametrize("case", list(RUNTIME_REFUSED))
+def test_runtime_calls_it_cannot_read_are_tl002(case) -> None:
+    src = f"""
+    from numba import cuda, float32
+    from tolk_lint.runtime import cp_async, wait_group
+
+    @cuda.jit("void(float32[::1], float64[::1], int64)")
+    def k(A, D, n):
+        s = cuda.shared.array(64, float32)
+        s2 = cuda.shared.array((2, 64), float32)
+        t = cuda.threadIdx.x
+        {RUNTIME_REFUSED[case]}
+    """
+    mod = lower(src)
+    assert codes(mod) == ["TL002"], case
+    assert not ops(kernel(mod), Opcode.CP_ASYNC) and not ops(kernel(mod), Opcode.CP_ASYNC_WAIT)
+
+
+def test_the_reference_interpreter_runs_the_runtime_calls() -> None:
+    """The IR the runtime's calls lower to is the PTX front end's: the
+    interpreter (the property tests' ground truth) models its group queue,
+    and sees the hazards of the pipeline without its wait."""
+    from tolk_lint.ir.interp import run
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "numba" / "memory"
+    found = {}
+    for name in ("cp_async_pipeline_1d.py", "cp_async_pipeline_1d_no_wait.py"):
+        k = kernel(parse_python((root / name).read_text(), name))
+        r = run(k, block=(128, 1, 1), params={"ntiles": 3}, global_mem={"x": [float(i) for i in range(384)],
+                                                                         "out": [0.0] * 128})  # fmt: skip
+        assert r.ok
+        found[name] = {h.kind for h in r.async_hazards}
+    assert found["cp_async_pipeline_1d.py"] == set()
+    assert {"read-before-wait", "copy-over-inflight"} <= found["cp_async_pipeline_1d_no_wait.py"]

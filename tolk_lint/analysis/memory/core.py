@@ -19,6 +19,7 @@ from tolk_lint.analysis.memory.invariants import LoopInvariants
 from tolk_lint.analysis.memory.loops import (
     constant_trip_count,
     geometric_counters,
+    latch_selected_ivs,
     ring_counters,
     shifted_ivs,
     trip_period,
@@ -58,6 +59,9 @@ class MemoryCore:
             for iv in lp.ivs:
                 if iv.step is not None:  # constant steps only: the address algebra needs them
                     self.ivs[iv.phi] = (lp, iv)
+        # numba-cuda's range counters: a step the latch selects on its own branch condition
+        self.selected_ivs = latch_selected_ivs(self.cfg)
+        self.ivs.update(self.selected_ivs)
         self.shifted = shifted_ivs(self.cfg, self.ivs)
         self._evals: dict[tuple, ThreadEval] = {}
         self._same: dict[int, bool] = {}  # `_same_facts`, by id of the facts

@@ -3,7 +3,9 @@
 `MemoryEncoder` is `smt.Encoder` for the two threads of a pair, seeing
 through redundant PHI webs (`accesses.Canon`), with geometric loop counters
 (``s >>= 1``, ``off *= 2``) and rotating slots (``(start + k) mod S``) in
-closed form, a counter stepped by a value the launch does not fix as an
+closed form, numba-cuda's range counters (a step selected on the latch's
+branch condition, `loops.latch_selected_ivs`) as the induction variables
+they are, a counter stepped by a value the launch does not fix as an
 uninterpreted product (`MemoryEncoder._strided`), a counter proved to move
 with another through it (`invariants`), the loop-carried values of nvcc's
 unrolled copy loops exact, ``2 ** e`` as a shift, loads of one word in one
@@ -38,6 +40,7 @@ class MemoryEncoder(smt.Encoder):
     state: dict | None = None  # header PHI -> a free symbol: the values at some trip (an induction step)
     exact_products: bool = False  # counters with a symbolic step as real products (`_strided`)
     used_strides: bool = False  # some counter's product was abstracted
+    selected_ivs: dict | None = None  # header PHI -> (loop, InductionVariable), `loops.latch_selected_ivs`
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -114,6 +117,9 @@ class MemoryEncoder(smt.Encoder):
             return got
         return super()._arith(d, v, t)
 
+    def _is_iv(self, lp: Loop, v: Value) -> bool:
+        return any(iv.phi is v for iv in lp.ivs) or v in (self.selected_ivs or {})
+
     def _power_of_two(self, d: Instr, v: Value, t: int):
         """``2 ** e`` (``4 ** e``...) of integers: a shift by ``e`` (times
         the base's bits) while that fits the width; otherwise (a negative or
@@ -136,6 +142,13 @@ class MemoryEncoder(smt.Encoder):
     def _header_phi(self, lp, d, v, t):
         if self.state is not None and v in self.state:
             return self.state[v]
+        sel = (self.selected_ivs or {}).get(v)
+        if sel is not None:
+            iv = sel[1]
+            start = self.enc(iv.start, t)
+            if not self.z3.is_bool(start):
+                w = start.size()
+                return start + self.z3.BitVecVal(iv.step % (1 << w), w) * self.fit(self.trip_of(lp, t), w)
         ring = (self.rings or {}).get(v)
         if ring is not None:
             got = self._ring(lp, d, v, t, ring)
@@ -269,7 +282,7 @@ class MemoryEncoder(smt.Encoder):
     _CARRY_DEPTH = 4
 
     def _carried(self, lp: Loop, d: Instr, v: Value, t: int):
-        if any(iv.phi is v for iv in lp.ivs) or self.nodes > smt.MAX_NODES:
+        if self._is_iv(lp, v) or self.nodes > smt.MAX_NODES:
             return None
         plan = self._carry_plan(lp, v)
         if plan is None:
@@ -345,7 +358,7 @@ class MemoryEncoder(smt.Encoder):
         an inner loop's PHI over its exit trips) through every branch
         condition of the loop."""
         canon = self.canon or (lambda a: a)
-        ivs = {iv.phi for iv in lp.ivs}
+        ivs = {iv.phi for iv in lp.ivs} | set(self.selected_ivs or ())
         conds = None
         out: set = set()
         seen: set = set()

@@ -18,7 +18,7 @@ import itertools
 import operator
 from typing import TYPE_CHECKING, Any
 
-from tolk_lint.analysis.memory.loops import const_int, magic_division
+from tolk_lint.analysis.memory.loops import TRIP_BOUND, const_int, magic_division
 from tolk_lint.ir.cfg import Loop
 from tolk_lint.ir.nodes import Block, Instr, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
@@ -378,10 +378,13 @@ class ThreadEval:
                 return (sym_add(_smul(s1, c2), s3), self._map(lambda a, b: a * c2 + b, c1, c3))
             if not s1 and isinstance(c1, int):
                 return (sym_add(_smul(s2, c1), s3), self._map(lambda a, b: a * c1 + b, c2, c3))
+        if op is O.NOT and len(args) == 1 and v.type != "pred":
+            (s1, c1), = args
+            return (_smul(s1, -1), self._map(lambda a: -a - 1, c1))  # two's complement: ~x = -x - 1
         if op is O.CVT and args:
             src = d.attrs.get("from_type") or d.args[0].type
             if not (is_float(src) or is_float(v.type)):
-                if type_bits(v.type) >= type_bits(src):
+                if type_bits(v.type) >= type_bits(src) or self._trip_fits(args[0], v.type):
                     return args[0]
                 # narrowing a value a right shift already brought in range
                 sd = self.mf.canon(d.args[0]).defn
@@ -399,6 +402,23 @@ class ThreadEval:
             raise Unevaluable
         atom = (op.value, d.attrs.get("cmp"), d.attrs.get("signed"), v.type, tuple((s, c) for s, c in args))
         return (frozenset({(atom, 1)}), 0)
+
+    def _trip_fits(self, arg, t: str) -> bool:
+        """Whether ``arg``, trip quotients (each below `TRIP_BOUND`, and not
+        negative) times coefficients plus a per-thread constant, lies in the
+        range of the integer type ``t`` whatever the trips: then narrowing
+        it to ``t`` (numba-cuda's ``cvt.u32.u64`` of a range counter) keeps
+        it unchanged."""
+        s, c = arg
+        if not s or not all(isinstance(a, tuple) and a and a[0] == "Q" for a, _k in s):
+            return False
+        cs = c if isinstance(c, list) else [c]
+        lo = min(cs) + sum(min(k, 0) for _a, k in s) * TRIP_BOUND
+        hi = max(cs) + sum(max(k, 0) for _a, k in s) * TRIP_BOUND
+        bits = type_bits(t)
+        if is_signed(t):
+            return -(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1)
+        return 0 <= lo and hi < 1 << bits
 
     def _periodic(self, d: Instr, v: Value, args):
         """``(sum of coef*Q) + c`` with every coef a positive multiple of
@@ -419,6 +439,11 @@ class ThreadEval:
         (s1, c1), (s2, c2) = args
         if s2 or not isinstance(c2, int) or not s1:
             return None
+        if op is O.AND and c2 >= 0 and all(k % (1 << c2.bit_length()) == 0 for _a, k in s1):
+            # the bits c2 keeps are below every symbolic term's lowest bit,
+            # whatever its atoms and signs: they are the constant's (numba-cuda's
+            # slot offset ``~(k << 8) & 256``)
+            return (_EMPTY, self._map(lambda x: x & c2, c1))
         if not all(isinstance(a, tuple) and a and a[0] == "Q" and k > 0 for a, k in s1):
             return None
         cs = c1 if isinstance(c1, list) else [c1]

@@ -1,8 +1,10 @@
 """Loop shapes the memory analysis reads off the IR.
 
 A loop's trip count when its start, step and bound are constants
-(`constant_trip_count`); header PHIs that are an induction variable shifted
-by a constant (`shifted_ivs`: nvcc's unrolled copy loops) or a counter
+(`constant_trip_count`); header PHIs that are induction variables whose
+step the latch selects on its own branch condition (`latch_selected_ivs`:
+numba-cuda's range loops), or an induction variable shifted by a constant
+(`shifted_ivs`: nvcc's unrolled copy loops) or a counter
 multiplied or divided by a power of two each trip (`geometric_counters`:
 ``s //= 2``) or counting up by one and wrapping to 0 at a constant
 (`ring_counters`: a pipeline's rotating slot); the multiply-and-shift a
@@ -15,14 +17,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from tolk_lint.ir.cfg import CFG, Loop, cfg_of
-from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_signed, type_bits
+from tolk_lint.ir.cfg import CFG, InductionVariable, Loop, cfg_of
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
     from tolk_lint.analysis.memory.accesses import Canon
 
 O = Opcode
+
+TRIP_BOUND = 1 << 28  # no loop of a kernel runs more trips than this
 
 
 def const_int(v: Value | None) -> int | None:
@@ -65,6 +69,67 @@ def constant_trip_count(cfg: CFG, lp: Loop) -> int | None:
                     count = trip + (1 if ex.uses_next else 0)
                     break
     return count
+
+
+def latch_selected_ivs(cfg: CFG) -> dict[Value, tuple[Loop, InductionVariable]]:
+    """Header PHIs ``x = phi(s, x + select(c, a, b))`` with ``a``, ``b``
+    constants and the select, the add and the loop's one back edge in its
+    latch, which branches on ``c`` itself: the back edge is taken only when
+    ``c`` holds (or only when it does not), so along it the step is the
+    constant ``a`` (or ``b``), and ``x`` is an induction variable.
+
+    numba-cuda lowers ``for i in range(n)`` this way: each trip adds
+    ``selp(1, 0, more)`` to the counter and ``selp(-1, 0, more)`` to the
+    trips left, then branches on ``more``. Only the PHI's value at each trip
+    is claimed (``s + step * k``); the added value itself, which leaves the
+    loop with the other step, is not an induction variable's ``next`` here,
+    so no exit test is read through it. x -> (loop, induction variable)."""
+    out: dict[Value, tuple[Loop, InductionVariable]] = {}
+    for lp in cfg.loops:
+        if len(lp.latches) != 1:
+            continue
+        latch = lp.latches[0]
+        term = latch.terminator
+        if term is None or term.op is not O.BRANCH or not term.args:
+            continue
+        cond = term.args[0]
+        tt, ff = term.targets()
+        if (tt is lp.header) == (ff is lp.header):
+            continue
+        taken_when = tt is lp.header  # the value of `cond` that takes the back edge
+        known = {iv.phi for iv in lp.ivs}
+        for phi in lp.header.phis():
+            x = phi.result
+            if x in known:
+                continue
+            outside = {a for p, a in zip(lp.header.preds, phi.args) if p not in lp.blocks}
+            inside = [a for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks]
+            if len(outside) != 1 or len(inside) != 1:
+                continue
+            step = _selected_step(inside[0], x, latch, cond, taken_when)
+            if step is not None:
+                out[x] = (lp, InductionVariable(x, next(iter(outside)), step, inside[0]))
+    return out
+
+
+def _selected_step(nxt: Value, x: Value, latch: Block, cond: Value, taken_when: bool) -> int | None:
+    """The step of ``nxt = x + select(cond, a, b)`` (or ``x - ...``) along a
+    back edge taken when ``cond`` is ``taken_when``; None for another shape."""
+    d = nxt.defn
+    if d is None or d.block is not latch or d.op not in (O.ADD, O.SUB) or len(d.args) != 2:
+        return None
+    a0, a1 = d.args
+    orders = ((a0, a1), (a1, a0)) if d.op is O.ADD else ((a0, a1),)
+    for base, added in orders:
+        sel = added.defn
+        if base is not x or sel is None or sel.op is not O.SELECT or sel.block is not latch:
+            continue
+        if len(sel.args) != 3 or sel.args[0] is not cond:
+            continue
+        k = const_int(sel.args[1] if taken_when else sel.args[2])
+        if k is not None:
+            return k if d.op is O.ADD else -k
+    return None
 
 
 def shifted_ivs(cfg, ivs: dict) -> dict:
@@ -283,6 +348,25 @@ def _wraps_at_join(cfg, lp, nxt: Value, v: Value, canon) -> int | None:
     return None
 
 
+def _shift_below(v: Value, depth: int = 0) -> int | None:
+    """``s`` when ``v`` is ``x << s`` (or ``x * 2^s``) seen through bitwise
+    negations and integer conversions: its bits from ``s`` up are ``x``'s
+    from 0 up."""
+    d = v.defn
+    if d is None or depth > 8:
+        return None
+    if d.op is O.NOT and len(d.args) == 1 and not is_float(v.type):
+        return _shift_below(d.args[0], depth + 1)
+    if d.op is O.CVT and len(d.args) == 1 and not (is_float(v.type) or is_float(d.args[0].type)):
+        return _shift_below(d.args[0], depth + 1)
+    if d.op in (O.SHL, O.MUL) and len(d.args) == 2 and not d.attrs.get("hi"):
+        k = const_int(d.args[1])
+        if d.op is O.MUL and k is not None:
+            k = k.bit_length() - 1 if k > 0 and k & (k - 1) == 0 else None
+        return k
+    return None
+
+
 def trip_period(kernel: Kernel, cap: int = 48) -> int:
     """The trip period the concrete pass enumerates: the lcm of the small
     masks, moduli and shifts the kernel applies (``k & 1``, ``k % 3``)."""
@@ -313,6 +397,12 @@ def trip_period(kernel: Kernel, cap: int = 48) -> int:
         c = d.attrs["value"]
         if ins.op is O.AND and c >= 0 and (c + 1) & c == 0 and 2 <= c + 1 <= 16:
             cands.add(c + 1)
+        elif ins.op is O.AND and c > 0:
+            # a mask of bits shifted up: ``(k << 8) & 256``, ``~(k << 8) & 256``
+            # (numba-cuda's slot offset) see the low bits of k only
+            shift = _shift_below(ins.args[0])
+            if shift is not None and 1 <= c.bit_length() - shift <= 4:
+                cands.add(1 << (c.bit_length() - shift))
         elif ins.op in (O.REM, O.DIV) and 2 <= c <= 16:
             cands.add(c)
         elif ins.op is O.SHR and 1 <= c <= 4:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
-from tolk_lint.analysis.memory.loops import inside_successor
+from tolk_lint.analysis.memory.loops import TRIP_BOUND, inside_successor
 from tolk_lint.ir.cfg import Loop
 from tolk_lint.ir.nodes import Block, is_signed
 from tolk_lint.ir.opcodes import Opcode
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 O = Opcode
 
-TRIP_BOUND = 1 << 28  # no loop of a kernel runs more trips than this
 SHARED_WINDOW = 1 << 24  # shared addresses live below this
 
 
@@ -46,6 +45,7 @@ class Query:
         self.enc.geo = mf.geo
         self.enc.rings = mf.rings
         self.enc.invariants = mf.invariants
+        self.enc.selected_ivs = mf.selected_ivs
         self.z3 = self.enc.z3
         self.anchors: dict[Loop, Any] = {}
         self._free_names: set[str] = set()

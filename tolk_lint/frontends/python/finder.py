@@ -42,6 +42,7 @@ from tolk_lint.frontends.python.vocabulary import (
     DECLARE_DEVICE,
     MODULE_PARAMETERS,
     STAR_EXPORTS,
+    runtime_call,
 )
 from tolk_lint.ir.nodes import Span
 
@@ -407,6 +408,22 @@ def _multi_assigned(fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str
 MAX_ARRAY_DIMS = 64
 
 
+def _note_copy_arrays(call: ast.Call, params: set[str], note, written: set[str]) -> None:
+    """``cp_async(dst, dst_index, src, src_index, ...)`` of tolk_lint.runtime:
+    its ``dst`` and ``src`` are arrays of as many dimensions as their indices
+    have items (the destination is written)."""
+    named = dict(enumerate(call.args))
+    named.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
+    for pos, key, ipos, ikey in ((0, "dst", 1, "dst_index"), (2, "src", 3, "src_index")):
+        arr = named.get(pos, named.get(key))
+        if not isinstance(arr, ast.Name) or arr.id not in params:
+            continue
+        index = named.get(ipos, named.get(ikey))
+        note(arr.id, len(index.elts) if isinstance(index, ast.Tuple) else 1)
+        if key == "dst":
+            written.add(arr.id)
+
+
 def _prescan(fi: FuncInfo) -> None:
     params = set(fi.params)
     scope = fi.body_scope or fi.scope
@@ -472,6 +489,8 @@ def _prescan(fi: FuncInfo) -> None:
                     written.add(fname)
                 elif q == "builtins.len":
                     note(fname, 1)
+            if q is not None and runtime_call(q) in ("cp_async", "cp_async_zfill"):
+                _note_copy_arrays(n, params, note, written)
             args: list[tuple[int | str, str]] = []
             for i, a in enumerate(n.args):
                 if isinstance(a, ast.Name) and a.id in params:

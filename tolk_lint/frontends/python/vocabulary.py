@@ -140,6 +140,21 @@ CUDA_CALLS: dict[str, tuple[str, object]] = {
     "stwt": ("cache_store", "wt"),
 }
 
+# tolk_lint.runtime, the cp.async module of the TL302 fixer's kernels: its calls, under their
+# qualified names as exported by the package and as defined in its GPU path's module
+RUNTIME = "tolk_lint.runtime."
+RUNTIME_MODULES = ("tolk_lint.runtime.", "tolk_lint.runtime.intrinsics.", "tolk_lint.runtime.simulator.")
+RUNTIME_CALLS = frozenset({"cp_async", "cp_async_zfill", "commit_group", "wait_group"})
+
+
+def runtime_call(qual: str) -> str | None:
+    """``tolk_lint.runtime.cp_async`` (or the same from one of its modules) -> ``cp_async``."""
+    for prefix in RUNTIME_MODULES:
+        if qual.startswith(prefix) and qual[len(prefix) :] in RUNTIME_CALLS:
+            return qual[len(prefix) :]
+    return None
+
+
 ATOMIC_OPS = {
     "add": "add", "sub": "sub", "max": "max", "min": "min", "nanmax": "max", "nanmin": "min",
     "and_": "and", "or_": "or", "xor": "xor", "exch": "exch", "inc": "inc", "dec": "dec",

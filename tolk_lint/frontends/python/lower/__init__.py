@@ -33,6 +33,7 @@ Read top to bottom:
 - `calls`: what a call is a call of, and the opaque fallbacks.
 - `intrinsics`: ``numba.cuda`` (thread indices, barriers, warp operations,
   atomics, shared/local arrays).
+- `async_copy`: ``tolk_lint.runtime`` (cp.async, its commit and wait groups).
 - `library`: ``math``, NumPy and the Python builtins.
 - `inlining`: calls of the file's device functions.
 
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 from tolk_lint.frontends.python.finder import FuncInfo
 from tolk_lint.frontends.python.lower.arrays import ArrayAccess
+from tolk_lint.frontends.python.lower.async_copy import AsyncCopies
 from tolk_lint.frontends.python.lower.calls import Calls
 from tolk_lint.frontends.python.lower.conditions import Conditions
 from tolk_lint.frontends.python.lower.context import ModuleCtx
@@ -75,6 +77,7 @@ class Lowerer(
     ArrayAccess,
     Calls,
     CudaIntrinsics,
+    AsyncCopies,
     LibraryCalls,
     Inlining,
     Environment,

@@ -1,7 +1,8 @@
 """Calls: what a call is a call of, and the fallbacks for what is not
 understood.
 
-A qualified name goes to `intrinsics` (``numba.cuda``), `library`
+A qualified name goes to `intrinsics` (``numba.cuda``), `async_copy`
+(``tolk_lint.runtime``), `library`
 (``math``, NumPy, builtins) or a conversion (``float32(x)``); a function
 of the file to `inlining`, an external device function (``cuda.declare_device``)
 to a CALL; a kernel, an unjitted function, a method or an unknown global
@@ -114,6 +115,9 @@ class Calls:
                 return self.half_op(rest.split(".", 1)[1], "f16" if rest.startswith("fp16") else "bf16", node)
             if rest.startswith("libdevice."):
                 return self.pure_fn(rest[10:], node, keep_int=False)
+        runtime = V.runtime_call(q)
+        if runtime is not None:
+            return self.runtime_call(runtime, node)
         if q.startswith("math."):
             return self.math_call(q[5:], node, numpy=False)
         if q.startswith("numpy."):
