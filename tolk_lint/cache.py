@@ -94,7 +94,7 @@ def fix_from_json(v: dict[str, Any] | None) -> Fix | None:
 
 
 def diagnostic_to_json(d: Diagnostic) -> dict[str, Any]:
-    """Everything a `Diagnostic` holds (`Diagnostic.to_json` is the DESIGN.md
+    """Everything a `Diagnostic` holds (`Diagnostic.to_json` is the JSON
     output contract, which flattens the origin chain; this keeps it)."""
     return {
         "code": d.code,

@@ -65,7 +65,7 @@ class Settings:
     memory_budget: int = 2048  # MiB of resident memory
     show_suppressed: bool = False
     unsafe_fixes: bool = False
-    stage: bool = True  # staging analysis on (tolk-stage's Setting.stage)
+    stage: bool = True  # the staging analysis (TL3xx) runs
     config_path: str | None = None  # the file these came from
     project_root: str | None = None  # folder of that file (SARIF %SRCROOT%, the cache)
 

@@ -4,7 +4,7 @@ never compare architecture strings.
 Sources for the numbers: the CUDA C++ Programming Guide, "Compute
 Capabilities" tables (technical specifications per compute capability) and the
 PTX ISA (cp.async from sm_80, cp.async.bulk / TMA from sm_90, mma shapes per
-architecture); restated with links in ``shared/research/staging.md`` §3.
+architecture).
 
 - ``shared_static``: the most ``.shared`` memory a kernel may declare
   statically: 48 KiB on every architecture (ptxas rejects more than 0xC000).

@@ -27,15 +27,15 @@ the expectations. TL0xx diagnostics count like any other.
 CUDA C fixtures (``.cu``) are compiled with the machine's
 ``nvcc -ptx -lineinfo -arch=<target>`` at test time; the PTX is linted and each
 diagnostic placed on the ``.cu`` line its ``.loc`` origin names (outermost
-``inlined_at``), as ``shared/tools/acceptance.py`` does. A diagnostic that
+``inlined_at``), as the acceptance set's own checker does. A diagnostic that
 lands on no line of the ``.cu`` counts as an extra one.
 
 ``check_fixture(path, update=True)`` rewrites the expectations in place from
 what was reported (``pytest --update-fixtures``).
 
-The acceptance set (``shared/acceptance/manifest.json``) is checked by
-`acceptance_cases` / `check_acceptance_case` with the semantics of
-``shared/tools/acceptance.py``, in process.
+An acceptance set (a folder with a ``manifest.json`` of kernels and the
+findings each must give) is checked by `acceptance_cases` /
+`check_acceptance_case`, in process, with the semantics of its checker.
 """
 
 from __future__ import annotations
@@ -616,7 +616,7 @@ class AcceptanceCase:
 
 def acceptance_cases(folder: str | os.PathLike) -> list[AcceptanceCase]:
     """Every (kernel, asserted target) of ``folder/manifest.json``, in the
-    order ``shared/tools/acceptance.py`` runs them."""
+    order the acceptance set's checker runs them."""
     folder = Path(folder)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     out = []

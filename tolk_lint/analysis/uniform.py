@@ -1,6 +1,6 @@
 """Uniformity: which values are the same for every thread of a workgroup (or warp).
 
-This is Tolk.Uniform (``shared/seeds/tolk-uniform.txt``) restated for a CFG in
+The uniformity semantics of docs/analyses.md ("Uniformity"), restated for a CFG in
 SSA form, in the shape of LLVM's uniformity analysis
 (``GenericUniformityImpl.h``): start optimistic (everything uniform), seed
 from the sources of divergence, push data divergence to users, and handle

@@ -1,4 +1,4 @@
-"""``--output-format json``: one JSON array of diagnostics (DESIGN.md's contract).
+"""``--output-format json``: one JSON array of diagnostics (the contract of docs/integrations.md).
 
 With ``--show-suppressed`` the diagnostics a noqa silenced are included too,
 each with ``"suppressed": true`` (the key is absent otherwise)."""
