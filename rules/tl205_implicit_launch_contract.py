@@ -72,12 +72,14 @@ matmul[grid, (TPB, TPB)](a, b, c)   # a call site in the same module
 
 ## How to fix
 Say how the kernel is launched: a call site in the same module
-(`kernel[grid, (16, 16)](...)`, or a host launch `kernel<<<grid,
+(a call `kernel[grid, (16, 16)]`, or a host launch `kernel<<<grid,
 dim3(16, 16)>>>` in the CUDA source), a `tolk: launch block=(16,16,1)`
 comment above the kernel (Python, CUDA C or PTX), an entry
 `kernel = [16, 16, 1]` in `[tool.tolk-lint.launch]`, or `--block`. In CUDA C,
 `__launch_bounds__(N)` (PTX `.maxntid`) bounds the threads per block: it
-declares a one-dimensional contract `blockDim.x <= N` completely. If the
+declares a one-dimensional contract `blockDim.x <= N` completely (and so a
+kernel indexed by `threadIdx.x` alone that is wrong for some block within
+it gets its TL201/TL202, not TL205). If the
 kernel is meant for every block, guard its accesses (`if tid < N:`) and
 size its arrays from the block.
 
@@ -87,6 +89,10 @@ No fix: the launch is the caller's to say.
 ## References
 - CUDA C++ Programming Guide, "Thread Hierarchy" and "Launch Bounds".
 - Numba documentation, "Kernel invocation" (`kernel[griddim, blockdim]`, `forall`).
+
+## See also
+docs/launch-shapes.md: where launch shapes come from, and how the contract
+is inferred.
 """
 
 from __future__ import annotations

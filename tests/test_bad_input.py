@@ -261,9 +261,12 @@ def test_fifty_megabytes(tmp_path):
     assert f.stat().st_size >= 50 * 1024 * 1024
     start = time.perf_counter()
     # the front end and the engine on 50 MB (the rules' speed is bench/bench_ptx.py's business)
-    p = tolk_lint("check", "--select", "TL0", "--output-format", "json", "--exit-zero", str(f), timeout=1800)
+    # (the default budgets are for a person's files: the IR of 8,000 kernels
+    # outgrows 2 GiB; this test asks that the file be read, never TL005)
+    p = tolk_lint("check", "--select", "TL0", "--output-format", "json", "--exit-zero", "--time-budget", "1500",
+                  "--memory-budget", "8192", str(f), timeout=1800)  # fmt: skip
     elapsed = time.perf_counter() - start
     assert p.returncode == 0, p.stderr[-2000:]
     diags = json.loads(p.stdout)
-    assert "TL001" not in codes(diags) and "TL004" not in codes(diags), diags[:3]
+    assert not {"TL001", "TL004", "TL005"} & set(codes(diags)), diags[:3]
     print(f"50 MB PTX ({len(big.splitlines())} lines): {elapsed:.1f} s")

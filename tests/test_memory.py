@@ -921,4 +921,4 @@ def test_findings_do_not_depend_on_the_process():
         assert r.returncode == 1, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1]
-    assert outs[0].count(": TL204 ") >= 4
+    assert outs[0].count(": TL204 ") >= 3  # one per source line: the copies of lines 31 and 32, the read of line 37

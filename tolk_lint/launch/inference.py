@@ -60,6 +60,10 @@ def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tup
     if not needs:
         return None
     dims = [i for i, d in enumerate("xyz") if d in facts.tid_dims]
+    if k.launch.maxntid and set(dims) <= {0}:
+        # `__launch_bounds__(N)` of a kernel indexed in x alone declares its
+        # contract, blockDim.x <= N: a finding within it is the kernel's own
+        return None
     inf = Inference(k, dims, k.launch.threads or MAX_THREADS, facts.rlimit)
     everywhere = inf.wrong_everywhere(needs)
     fixable = [n for n in needs if n not in everywhere]
