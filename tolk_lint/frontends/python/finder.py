@@ -40,8 +40,10 @@ from tolk_lint.frontends.python.vocabulary import (
     ATOMIC_OPS,
     CUDA,
     DECLARE_DEVICE,
+    ENUMERATE,
     MODULE_PARAMETERS,
     STAR_EXPORTS,
+    ZIP,
     runtime_call,
 )
 from tolk_lint.ir.nodes import Span
@@ -461,8 +463,13 @@ def _prescan(fi: FuncInfo) -> None:
             if isinstance(n.value, ast.Name) and n.value.id in params:
                 note(n.value.id, 1)
         elif isinstance(n, (ast.For, ast.AsyncFor)):
-            if isinstance(n.iter, ast.Name) and n.iter.id in params:
-                note(n.iter.id, 1)
+            todo = [n.iter]  # `for x in a`, and the arrays `enumerate`/`zip` iterate over
+            while todo:
+                it = todo.pop()
+                if isinstance(it, ast.Name) and it.id in params:
+                    note(it.id, 1)
+                elif isinstance(it, ast.Call) and scope.qual(it.func, line) in (ENUMERATE, ZIP):
+                    todo.extend(it.args[:1] if scope.qual(it.func, line) == ENUMERATE else it.args)
         elif isinstance(n, ast.AugAssign):
             base = n.target
             while isinstance(base, ast.Subscript):

@@ -184,6 +184,12 @@ NUMPY_ALLOC = frozenset(
     {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
 )
 
+# the iterables a `for` loop is lowered for: ranges (the canonical loop), enumerate and zip
+RANGES = frozenset(
+    {"builtins.range", "numba.prange", "numba.np.ufunc.parallel.prange", "numba.parfors.parfor.prange"}
+)
+ENUMERATE, ZIP = "builtins.enumerate", "builtins.zip"
+
 # Python builtins the lowering models (anything else is TL002)
 BUILTIN_CALLS = frozenset(
     {"min", "max", "abs", "int", "float", "bool", "round", "pow", "divmod", "len", "print", "range"}

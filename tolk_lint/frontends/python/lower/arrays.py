@@ -172,7 +172,7 @@ class ArrayAccess:
                 sliced = True
             else:
                 if sliced:
-                    self.unsupported(e, "mixed-slice", None, "an index after a slice")
+                    self.unsupported(e, "mixed-slice", None, "an index after a slice", "the indices from it on are ignored")
                     return view
                 v = self._index_value(self.expr(e), e)
                 off = view.offsets.get(d)

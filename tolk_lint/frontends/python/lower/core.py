@@ -26,6 +26,16 @@ from tolk_lint.ir.nodes import Block, Instr, Kernel, Origin, Span, Value
 from tolk_lint.ir.opcodes import Opcode as O
 
 
+CONSERVATIVE = "analyses treat it conservatively"
+VARYING = "its value is treated as varying and unknown"
+
+
+def unsupported_message(what: str, reason: str, assumed: str) -> str:
+    """The TL002 message: the construct, why it is not modelled, what is assumed."""
+    why = f": {reason}" if reason else ""
+    return f"`{what}` is not modelled{why}; {assumed}"
+
+
 class LowererCore:
     """The state of one lowering and the primitives that emit into it."""
 
@@ -62,6 +72,8 @@ class LowererCore:
 
     # -- diagnostics ---------------------------------------------------------------------------------
 
+    tl002_message = staticmethod(unsupported_message)
+
     def _report(self, span: Span, kind: str, what: str, origin: Origin | None = None,
                 message: str | None = None) -> None:  # fmt: skip
         if kind in self.reported:
@@ -70,7 +82,7 @@ class LowererCore:
         d = Diagnostic(
             code="TL002",
             severity=Severity.WARNING,
-            message=message or f"`{what}` is not understood; analyses treat it conservatively",
+            message=message or unsupported_message(what, "", CONSERVATIVE),
             span=span,
             kernel=self.kernel.name,
             origin=origin,
@@ -80,14 +92,19 @@ class LowererCore:
         if self.standalone:
             self.ctx.from_functions.add(id(d))
 
-    def unsupported(self, node: ast.AST, kind: str, what: str | None = None, reason: str = "") -> None:
+    def unsupported(self, node: ast.AST, kind: str, what: str | None = None, reason: str = "",
+                    assumed: str = CONSERVATIVE) -> None:  # fmt: skip
+        """One TL002 per ``kind`` and kernel: the construct (``what``, else the
+        node's text), why it is not modelled (``reason``), what is assumed."""
         span, text = self.loc(node)
-        self._report(span, kind, what or text, self._origin(span))
+        message = unsupported_message(what or text, reason, assumed)
+        self._report(span, kind, what or text, self._origin(span), message)
 
     def opaque(
-        self, node: ast.AST, kind: str, what: str | None = None, reason: str = "", args=(), type="s64"
-    ) -> Value:
-        self.unsupported(node, kind, what, reason)
+        self, node: ast.AST, kind: str, what: str | None = None, reason: str = "", args=(), type="s64",
+        assumed: str = VARYING,
+    ) -> Value:  # fmt: skip
+        self.unsupported(node, kind, what, reason, assumed)
         text = self.loc(node)[1]
         vals = [a for a in args if isinstance(a, Value)]
         return self.emit(O.OPAQUE, vals, (type,), {"text": text, "reason": reason or kind}, node).result

@@ -30,7 +30,7 @@ class Statements:
                 return
             m = getattr(self, "_s_" + type(st).__name__, None)
             if m is None:
-                self.unsupported(st, type(st).__name__, None, "statement")
+                self.unsupported(st, type(st).__name__, None, f"a `{type(st).__name__}` statement", "it is skipped")
                 continue
             m(st)
 
@@ -108,7 +108,7 @@ class Statements:
             self.bind(f.var(target.id), lv, st, single=target.id not in f.fi.multi)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
-                self.unsupported(target, "starred", None, "starred assignment")
+                self.unsupported(target, "starred", None, "a starred assignment", "the values are treated as varying and unknown")
                 for e in target.elts:
                     inner = e.value if isinstance(e, ast.Starred) else e
                     self.assign(inner, self.opaque(st, "starred", None, "starred assignment"), st)
@@ -199,22 +199,23 @@ class Statements:
         f = self.frame
         for a in st.names:
             if a.name == "*" or st.level:
-                self.unsupported(st, "import", None, "relative or star import")
+                self.unsupported(st, "import", None, "a relative or star import", "the names it brings in are unknown")
                 continue
             q = f"{st.module}.{a.name}" if st.module else a.name
             self.statics[f.var(a.asname or a.name)] = self.qual_value(q, st)
 
     def _s_FunctionDef(self, st) -> None:
-        self.unsupported(st, "nested-def", f"def {st.name}", "a function defined inside a kernel")
+        self.unsupported(st, "nested-def", f"def {st.name}", "a function defined inside a kernel",
+                         "its calls are treated as varying and unknown")  # fmt: skip
         self.statics[self.frame.var(st.name)] = GlobalRef(st.name, "nested function")
 
     _s_AsyncFunctionDef = _s_FunctionDef
 
     def _s_ClassDef(self, st) -> None:
-        self.unsupported(st, "class", f"class {st.name}", "a class defined inside a kernel")
+        self.unsupported(st, "class", f"class {st.name}", "a class defined inside a kernel", "it is skipped")
 
     def _s_With(self, st: ast.With) -> None:
-        self.unsupported(st, "with", "with", "a with statement")
+        self.unsupported(st, "with", "with", "a with statement", "its body is lowered as if the `with` were not there")
         for item in st.items:
             lv = self.expr(item.context_expr)
             if item.optional_vars is not None:
@@ -226,7 +227,7 @@ class Statements:
         self.suite(st.body)
 
     def _s_Try(self, st: ast.Try) -> None:
-        self.unsupported(st, "try", "try", "exception handling")
+        self.unsupported(st, "try", "try", "exception handling", "its body is lowered as if it cannot raise; the handlers are skipped")
         self.suite(st.body)
         if st.orelse and not self.b.terminated() and not self.dead():
             self.suite(st.orelse)
