@@ -104,6 +104,7 @@ class ArrayAccess:
         vals = list(arr.prefix)
         for i, lv in enumerate(idx):
             v = self._index_value(lv, node)
+            v = self._strided(v, arr.strides.get(d0 + i), node)
             off = arr.offsets.get(d0 + i)
             if off is not None:
                 v = self.value(O.ADD, [v, off], "s64", None, node)
@@ -154,16 +155,7 @@ class ArrayAccess:
         for i, e in enumerate(elts):
             d = d0 + i
             if isinstance(e, ast.Slice):
-                if e.step is not None:
-                    step = self.static(self.expr(e.step))
-                    if step != 1:
-                        self.unsupported(e, "strided-slice", None, "a strided slice")
-                if e.lower is not None:
-                    lo = self._index_value(self.expr(e.lower), e)
-                    prev = view.offsets.get(d)
-                    view.offsets[d] = (
-                        self.value(O.ADD, [prev, lo], "s64", None, e) if prev is not None else lo
-                    )
+                self._slice_dim(arr, view, d, e)
                 if e.upper is not None:
                     self.expr(e.upper)
                 shape = list(view.shape) + [None] * (d + 1 - len(view.shape))
@@ -172,15 +164,61 @@ class ArrayAccess:
                 sliced = True
             else:
                 if sliced:
-                    self.unsupported(e, "mixed-slice", None, "an index after a slice", "the indices from it on are ignored")
+                    self.unsupported(
+                        e, "mixed-slice", None, "an index after a slice", "the indices from it on are ignored"
+                    )
                     return view
                 v = self._index_value(self.expr(e), e)
+                v = self._strided(v, view.strides.get(d), e)
                 off = view.offsets.get(d)
                 if off is not None:
                     v = self.value(O.ADD, [v, off], "s64", None, e)
                 prefix.append(v)
         view.prefix = tuple(prefix)
         return view
+
+    def _strided(self, v: Value, stride: Any, node) -> Value:
+        if stride is None:
+            return v
+        return self.val(self._arith(O.MUL, self._foldable(v), stride, node), node, "s64")
+
+    def _slice_dim(self, arr: ArrayRef, view: ArrayRef, d: int, e: ast.Slice) -> None:
+        """Dim ``d`` of ``view`` sliced by ``e``: its offset and stride in the
+        array (``lo`` and ``step`` composed with what slicing gave it
+        before). A start Python computes from the length (a negative step
+        without a start, a negative start) is the array's extent on a dim
+        not sliced before; else it is not modelled (TL002) and unknown."""
+        step = PyConst(1) if e.step is None else self.expr(e.step)
+        sc = self.static(step)
+        if sc == 0:
+            self.unsupported(e, "slice-step", None, "a slice with a step of 0", "it is read as a step of 1")
+            step, sc = PyConst(1), 1
+        fresh = d not in view.offsets and d not in view.strides
+        lo: Any = None if e.lower is None else self.expr(e.lower)
+        lc = self.static(lo) if lo is not None else None
+        if lo is None and isinstance(sc, int) and sc > 0:
+            lo = PyConst(0)
+        elif lo is None and isinstance(sc, int) and fresh:
+            lo = self._arith(O.ADD, self.extent(arr, d, e), PyConst(-1), e)
+        elif isinstance(lc, int) and lc < 0 and fresh:
+            lo = self._arith(O.ADD, self.extent(arr, d, e), PyConst(lc), e)
+        elif lo is None or (isinstance(lc, int) and lc < 0):
+            why = (
+                "a slice whose start depends on the sign of a step that is not a constant"
+                if lo is None and not isinstance(sc, int)
+                else "a slice starting from the end of a slice"
+            )
+            self.unsupported(e, "slice-start", None, why, "the indices it gives are treated as varying and unknown")
+            lo = self.opaque(e, "slice-start", None, why)
+        stride = view.strides.get(d)
+        if not (isinstance(lo, PyConst) and lo.value == 0):
+            base_lo = self._strided(self._index_value(lo, e), stride, e)
+            prev = view.offsets.get(d)
+            view.offsets[d] = self.value(O.ADD, [prev, base_lo], "s64", None, e) if prev is not None else base_lo
+        if sc != 1:
+            stride = self._arith(O.MUL, stride if stride is not None else PyConst(1),
+                                 step if isinstance(sc, int) else self._index_value(step, e), e)  # fmt: skip
+            view.strides[d] = stride
 
     def store(self, arr: ArrayRef, sl: ast.expr, lv: Any, target, st) -> None:
         acc = self.access(arr, sl, target)

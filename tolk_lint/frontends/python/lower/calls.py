@@ -3,7 +3,7 @@ understood.
 
 A qualified name goes to `intrinsics` (``numba.cuda``), `async_copy`
 (``tolk_lint.runtime``), `library`
-(``math``, NumPy, builtins) or a conversion (``float32(x)``); a function
+(``math``, ``cmath``, NumPy, builtins) or a conversion (``float32(x)``); a function
 of the file to `inlining`, an external device function (``cuda.declare_device``)
 to a CALL; a kernel, an unjitted function, a method or an unknown global
 to an OPAQUE (TL002). Also the argument matching the intrinsics share.
@@ -59,6 +59,8 @@ class Calls:
                 and not node.args
             ):
                 return self.barrier_grid(node)
+            if callee.name == "conjugate" and not node.args and isinstance(callee.obj, (Value, PyConst)):
+                return self.complex_part(callee.obj, "conjugate", node)
             return self.opaque_call(node, f"method:{callee.name}", f".{callee.name}()", "a method call")
         if isinstance(callee, GlobalRef):
             self.unsupported(callee.node or node, f"global:{callee.name}", callee.name, callee.why)
@@ -120,6 +122,8 @@ class Calls:
             return self.runtime_call(runtime, node)
         if q.startswith("math."):
             return self.math_call(q[5:], node, numpy=False)
+        if q.startswith("cmath."):
+            return self.cmath_call(q[6:], node)
         if q.startswith("numpy."):
             return self.numpy_call(q[6:], node)
         if q.startswith("builtins."):

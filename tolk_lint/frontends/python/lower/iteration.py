@@ -110,7 +110,7 @@ class Iteration:
             d = len(lv.prefix)
             if d >= lv.ndim:
                 raise _Unsupported("iteration over an array element")
-            if d in lv.offsets:
+            if d in lv.offsets or d in lv.strides:
                 raise _Unsupported("iteration over a slice of an array (its length is unknown)")
             return ("array", lv)
         s = self.static(lv)
