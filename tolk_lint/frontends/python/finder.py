@@ -443,7 +443,8 @@ def _prescan(fi: FuncInfo) -> None:
             base: ast.expr = n
             while isinstance(base, ast.Subscript):
                 sl = base.slice
-                depth += len(sl.elts) if isinstance(sl, ast.Tuple) else 1
+                if not (isinstance(sl, ast.Constant) and isinstance(sl.value, str)):  # a record's field
+                    depth += len(sl.elts) if isinstance(sl, ast.Tuple) else 1
                 base = base.value
             if isinstance(base, ast.Name) and base.id in params:
                 note(base.id, depth)

@@ -26,6 +26,8 @@ class ArrayAccess:
     """Mixin of `Lowerer`: subscripts, addresses, views, stores, buffers."""
 
     def _e_Subscript(self, node: ast.Subscript) -> Any:
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            return self.field_load(self.expr(node.value), node.slice.value, node)
         base = self.expr(node.value)
         if isinstance(base, GlobalRef):
             base = self.global_array(base, node)
@@ -58,6 +60,60 @@ class ArrayAccess:
                 return items[i]
             return self.opaque(node, "tuple-index", None, "a tuple indexed by a value that is not constant")
         return self.opaque(node, "subscript", None, "subscript of something that is not an array")
+
+    # -- record fields -------------------------------------------------------------------------------
+
+    def is_element(self, v: Value) -> bool:
+        """Is ``v`` a LOAD of an array element (of a dtype that may be a record)?"""
+        d = v.defn
+        return (
+            d is not None and d.op is O.LOAD and "buffer" in d.attrs and bool(d.args)
+            and not str(d.attrs.get("dtype", "")).startswith("c")
+        )  # fmt: skip
+
+    def field_address(self, lv: Any, name: str, node) -> tuple | None:
+        """The LOAD attributes and the address of field ``name`` of the record
+        ``lv`` (a LOAD of an array element): the element's address plus the
+        field's offset, a PURE ``field.<name>`` (uniform, unknown, distinct
+        per field); None when ``lv`` is not an array element."""
+        if not isinstance(lv, Value) or not self.is_element(lv):
+            return None
+        d = lv.defn
+        cur = self.b.current
+        if cur is not None and cur.instrs and cur.instrs[-1] is d:
+            cur.instrs.pop()  # the record itself is not read: only its field
+        off = self.value(O.PURE, [], "s64", {"fn": f"field.{name}"}, node)
+        addr = self.value(O.ADD, [d.args[0], off], "ptr", None, node)
+        return dict(d.attrs, field=name), addr
+
+    def field_load(self, lv: Any, name: str, node) -> Any:
+        got = self.field_address(lv, name, node)
+        if got is None:
+            return self.opaque(node, "field", None, "a field of something that is not an array element")
+        attrs, addr = got
+        return self.value(O.LOAD, [addr], attrs["dtype"], attrs, node)
+
+    def field_store(self, elem: ast.expr, name: str, lv: Any, target, st, op: type | None = None) -> None:
+        """``elem.name = lv`` (``elem['name'] = lv``; ``op=``: the augmented form)."""
+        got = self.field_address(self.expr(elem), name, target)
+        if got is None:
+            args = [lv] if isinstance(lv, Value) else []
+            why = "a store to an attribute of something that is not an array element"
+            self.opaque(st, "attribute-store", None, why, args=args, assumed="it is treated as a write to unknown memory")
+            return
+        attrs, addr = got
+        if op is not None:
+            old = self.value(O.LOAD, [addr], attrs["dtype"], dict(attrs), target)
+            lv = self.binop(op, old, lv, st)
+        self.emit(O.STORE, [addr, self.coerce(lv, attrs["dtype"], st)], (), attrs, target)
+        for p in self.kernel.params:
+            if p.value is not None and p.value is self.root_pointer(addr):
+                p.written = True
+
+    def root_pointer(self, v: Value) -> Value:
+        while v.defn is not None and v.defn.op is O.ADD and v.type == "ptr":
+            v = v.defn.args[0]
+        return v
 
     def extent(self, arr: ArrayRef, d: int, node) -> Any:
         n = arr.shape[d] if d < len(arr.shape) else None

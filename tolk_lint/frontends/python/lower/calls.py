@@ -63,8 +63,10 @@ class Calls:
                 return self.complex_part(callee.obj, "conjugate", node)
             return self.opaque_call(node, f"method:{callee.name}", f".{callee.name}()", "a method call")
         if isinstance(callee, GlobalRef):
-            self.unsupported(callee.node or node, f"global:{callee.name}", callee.name, callee.why)
-            return self.opaque_call(node, f"global:{callee.name}", callee.name, callee.why)
+            why = f"a call of a {callee.why}"
+            assumed = "its result is treated as varying and unknown, and it may write any memory"
+            self.unsupported(callee.node or node, f"global:{callee.name}", f"{callee.name}(...)", why, assumed)
+            return self.opaque_call(node, f"global:{callee.name}", callee.name, why)
         return self.opaque_call(node, "call", None, "a call of an unknown object")
 
     def call_args(self, node: ast.Call, names: list[str]) -> dict[str, ast.expr] | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from tolk_lint import budget
 from tolk_lint.frontends.python.lower.values import ArrayRef, GlobalRef, PyConst, QualRef, TupleLV
+from tolk_lint.ir.nodes import Value
 from tolk_lint.ir.opcodes import Opcode as O
 
 
@@ -81,6 +82,12 @@ class Statements:
             new = self.binop(type(st.op), cur, self.expr(st.value), st)
             self.bind(self.frame.var(t.id), new, st)
             return
+        if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
+            self.field_store(t.value, t.slice.value, self.expr(st.value), t, st, type(st.op))
+            return
+        if isinstance(t, ast.Attribute):
+            self.field_store(t.value, t.attr, self.expr(st.value), t, st, type(st.op))
+            return
         if isinstance(t, ast.Subscript):
             base = self.expr(t.value)
             if isinstance(base, GlobalRef):
@@ -100,7 +107,8 @@ class Statements:
             if arr.param is not None:
                 arr.param.written = True
             return
-        self.opaque(st, "attribute-store", None, "store to an attribute")
+        self.opaque(st, "attribute-store", None, "an augmented store to this target",
+                    assumed="it is treated as a write to unknown memory")  # fmt: skip
 
     def assign(self, target: ast.expr, lv: Any, st: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -116,6 +124,12 @@ class Statements:
             items = self.items(lv, len(target.elts), st)
             for t, item in zip(target.elts, items):
                 self.assign(t, item, st)
+        elif (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+        ):
+            self.field_store(target.value, target.slice.value, lv, target, st)
         elif isinstance(target, ast.Subscript):
             base = self.expr(target.value)
             if isinstance(base, GlobalRef):
@@ -128,8 +142,23 @@ class Statements:
             self.store(base, target.slice, lv, target, st)
         elif isinstance(target, ast.Starred):
             self.assign(target.value, lv, st)
+        elif isinstance(target, ast.Attribute):
+            self.field_store(target.value, target.attr, lv, target, st)
         else:
-            self.opaque(st, "attribute-store", None, "store to an attribute")
+            self.opaque(st, "attribute-store", None, "a store to this target", args=[lv] if isinstance(lv, Value) else [],
+                        assumed="it is treated as a write to unknown memory")  # fmt: skip
+
+    def flat_items(self, lv: Any) -> list | None:
+        """The scalars of a (nested) tuple, or None for anything else."""
+        if isinstance(lv, PyConst) and isinstance(lv.value, tuple):
+            lv = TupleLV([PyConst(x) for x in lv.value])
+        if not isinstance(lv, TupleLV):
+            return None
+        out: list = []
+        for x in lv.items:
+            sub = self.flat_items(x)
+            out.extend(sub if sub is not None else [x])
+        return out
 
     def items(self, lv: Any, n: int, node) -> list:
         if isinstance(lv, TupleLV) and len(lv.items) == n:
@@ -171,7 +200,8 @@ class Statements:
             args = []
             if lv is not None:
                 f.has_value = True
-                args = [self.val(lv, st)]
+                items = self.flat_items(lv)
+                args = [self.val(x, st) for x in items] if items is not None else [self.val(lv, st)]
             span, text = self.loc(st)
             self.b.ret(args, span=span, origin=self._origin(span), text=text)
             return
