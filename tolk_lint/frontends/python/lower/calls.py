@@ -92,7 +92,8 @@ class Calls:
                 vals.append(a)
             elif isinstance(a, ArrayRef):
                 vals.append(a.base)
-        return self.opaque(node, kind, what or self.loc(node)[1], reason, args=vals, type=type)
+        return self.opaque(node, kind, what or self.loc(node)[1], reason, args=vals, type=type,
+                           assumed="its result is treated as varying and unknown, and it may write any memory")
 
     def call_op(self, node: ast.Call, callee: str, reason: str) -> Value:
         self.unsupported(node, f"call:{callee}", f"{callee}(...)", reason)

@@ -85,7 +85,7 @@ class Iteration:
                         bounds=(PyConst(0), n, PyConst(1)))  # fmt: skip
         return True
 
-    def _iter_tree(self, node: ast.expr, lv: Any = None) -> tuple:
+    def _iter_tree(self, node: ast.expr, lv: Any = None, within: str = "") -> tuple:
         if lv is None and isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
             q = self.static_qual(node.func)
             if q in V.RANGES and not node.keywords and 1 <= len(node.args) <= 3:
@@ -97,9 +97,9 @@ class Iteration:
                 a = self.call_args(node, ["iterable", "start"])
                 if a is not None and "iterable" in a:
                     start = self.expr(a["start"]) if "start" in a else PyConst(0)
-                    return ("enumerate", start, self._iter_tree(a["iterable"]))
+                    return ("enumerate", start, self._iter_tree(a["iterable"], within="enumerate"))
             if q == V.ZIP and not node.keywords and node.args:
-                return ("zip", [self._iter_tree(a) for a in node.args])
+                return ("zip", [self._iter_tree(a, within="zip") for a in node.args])
             if q in (V.ENUMERATE, V.ZIP):
                 raise _Unsupported(f"`{q[9:]}` with arguments the front end does not model")
         if lv is None:
@@ -116,7 +116,11 @@ class Iteration:
         s = self.static(lv)
         if isinstance(lv, TupleLV) or isinstance(s, tuple):
             return ("items", lv.items if isinstance(lv, TupleLV) else [PyConst(x) for x in s])
-        raise _Unsupported(f"iteration over `{self.loc(node)[1]}`, which is not a range, an array or a tuple")
+        what = f"`{within}` over" if within else "iteration over"
+        text = self.loc(node)[1]
+        if isinstance(node, ast.GeneratorExp):
+            raise _Unsupported(f"{what} a generator, `{text}`")
+        raise _Unsupported(f"{what} `{text}`, which is not a range, an array or a tuple")
 
     def _leaves(self, tree: tuple) -> list[tuple]:
         if tree[0] == "enumerate":
