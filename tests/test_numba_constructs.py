@@ -102,6 +102,14 @@ SUPPORTED = {
             m, e = divmod(x, 3)
             a[x, y] = p + q + u + v + w + m + e
     """,
+    "random": """
+        from numba.cuda.random import xoroshiro128p_uniform_float32, xoroshiro128p_normal_float64
+
+        @cuda.jit
+        def k(states, out):
+            i = cuda.grid(1)
+            out[i] = xoroshiro128p_uniform_float32(states, i) + xoroshiro128p_normal_float64(states, i)
+    """,
     "records": """
         @cuda.jit
         def k(r, out):
@@ -199,6 +207,14 @@ def test_record_fields_are_distinct_loads_of_the_element() -> None:
     (st,) = [i for i in ops(k, Opcode.STORE) if i.attrs["buffer"] == "r"]
     assert st.attrs["field"] == "z"
     assert k.params[0].written
+
+
+def test_random_draws_read_and_write_their_state() -> None:
+    mod = lower(SUPPORTED["random"])
+    k = mod.kernels[0]
+    assert [i.attrs["buffer"] for i in ops(k, Opcode.STORE)].count("states") == 2
+    assert k.params[0].written
+    assert "xoroshiro128p_uniform_float32" in {i.attrs["fn"] for i in ops(k, Opcode.PURE)}
 
 
 def test_tuple_return_of_a_device_function() -> None:

@@ -43,6 +43,7 @@ from tolk_lint.frontends.python.vocabulary import (
     ENUMERATE,
     MODULE_PARAMETERS,
     STAR_EXPORTS,
+    XOROSHIRO_DRAWS,
     ZIP,
     runtime_call,
 )
@@ -497,6 +498,9 @@ def _prescan(fi: FuncInfo) -> None:
                     written.add(fname)
                 elif q == "builtins.len":
                     note(fname, 1)
+                elif rest is not None and rest.startswith("random.") and rest[7:] in XOROSHIRO_DRAWS:
+                    note(fname, 1)
+                    written.add(fname)
             if q is not None and runtime_call(q) in ("cp_async", "cp_async_zfill"):
                 _note_copy_arrays(n, params, note, written)
             args: list[tuple[int | str, str]] = []

@@ -191,6 +191,12 @@ NUMPY_ALLOC = frozenset(
     {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
 )
 
+# numba.cuda.random's draws: (states, index), a read and a write of states[index]
+XOROSHIRO_DRAWS = frozenset(
+    {"xoroshiro128p_uniform_float32", "xoroshiro128p_uniform_float64", "xoroshiro128p_normal_float32",
+     "xoroshiro128p_normal_float64"}
+)  # fmt: skip
+
 # the iterables a `for` loop is lowered for: ranges (the canonical loop), enumerate and zip
 RANGES = frozenset(
     {"builtins.range", "numba.prange", "numba.np.ufunc.parallel.prange", "numba.parfors.parfor.prange"}

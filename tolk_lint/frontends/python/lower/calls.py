@@ -109,6 +109,8 @@ class Calls:
     def call_qual(self, q: str, node: ast.Call) -> Any:
         if q.startswith(V.CUDA):
             rest = q[len(V.CUDA) :]
+            if rest.startswith("random.xoroshiro128p_") and rest[7:] in V.XOROSHIRO_DRAWS:
+                return self.xoroshiro(rest[7:], node)
             if rest.startswith("atomic."):
                 op = V.ATOMIC_OPS.get(rest[7:])
                 if op is not None:

@@ -305,3 +305,23 @@ class CudaIntrinsics:
         if cmp is not None and len(vals) == 2:
             return self.value(O.CMP, vals, "pred", {"cmp": cmp}, node)
         return self.value(O.PURE, vals, t, {"fn": fn}, node)
+
+    def xoroshiro(self, fn: str, node: ast.Call) -> Any:
+        """``xoroshiro128p_uniform_float32(states, i)`` (and the other draws of
+        ``numba.cuda.random``): read state ``i``, store the next state, and a
+        PURE of the state read: as uniform as the state it reads."""
+        a = self._arg(node, ["states", "index"], 2)
+        states = self.expr(a["states"]) if a else None
+        if not isinstance(states, ArrayRef):
+            return self._bad_call(node)
+        acc = self.element(states, [self.expr(a["index"])], node)
+        if isinstance(acc, ArrayRef):
+            return self._bad_call(node)
+        arr, addr, index = acc
+        attrs = {"space": arr.space, "dtype": arr.dtype, "buffer": arr.name, "index": index}
+        old = self.value(O.LOAD, [addr], arr.dtype, dict(attrs), node)
+        nxt = self.value(O.PURE, [old], arr.dtype, {"fn": "xoroshiro128p_next"}, node)
+        self.emit(O.STORE, [addr, nxt], (), attrs, node)
+        if arr.param is not None:
+            arr.param.written = True
+        return self.value(O.PURE, [old], "f32" if fn.endswith("32") else "f64", {"fn": fn}, node)
