@@ -102,6 +102,18 @@ SUPPORTED = {
             m, e = divmod(x, 3)
             a[x, y] = p + q + u + v + w + m + e
     """,
+    "array_alias": """
+        @cuda.jit
+        def k(buf_0, buf_1, steps):
+            i = cuda.grid(1)
+            for step in range(steps):
+                if step % 2 == 0:
+                    data, nxt = buf_0, buf_1
+                else:
+                    data, nxt = buf_1, buf_0
+                if i < len(data) - 1:
+                    nxt[i] = data[i] + data[i + 1]
+    """,
     "random": """
         from numba.cuda.random import xoroshiro128p_uniform_float32, xoroshiro128p_normal_float64
 
@@ -215,6 +227,26 @@ def test_random_draws_read_and_write_their_state() -> None:
     assert [i.attrs["buffer"] for i in ops(k, Opcode.STORE)].count("states") == 2
     assert k.params[0].written
     assert "xoroshiro128p_uniform_float32" in {i.attrs["fn"] for i in ops(k, Opcode.PURE)}
+
+
+def test_a_variable_of_array_parameters_merges_their_pointers() -> None:
+    mod = lower(SUPPORTED["array_alias"])
+    k = mod.kernels[0]
+    accesses = ops(k, Opcode.LOAD) + ops(k, Opcode.STORE)
+    assert accesses and all(i.attrs["buffer"] == "" for i in accesses)  # may alias either parameter
+    assert [p.written for p in k.params[:2]] == [True, True]
+    mod = lower(
+        """
+        @cuda.jit
+        def k(a, b):
+            src = a
+            src[0] = 1.0
+            b[0] = src[1]
+        """
+    )
+    k = mod.kernels[0]
+    assert {i.attrs["buffer"] for i in ops(k, Opcode.STORE)} == {"a", "b"}  # one choice: the array itself
+    assert [p.written for p in k.params] == [True, True]
 
 
 def test_tuple_return_of_a_device_function() -> None:

@@ -427,8 +427,44 @@ def _note_copy_arrays(call: ast.Call, params: set[str], note, written: set[str])
             written.add(arr.id)
 
 
-def _prescan(fi: FuncInfo) -> None:
+def _param_aliases(fi: FuncInfo) -> dict[str, set[str]]:
+    """The local names assigned a parameter (``data = buf_0``, ``src, dst =
+    dst, src``), each with the parameters it may hold."""
+    direct: dict[str, set[str]] = {}
+    for n in walk_body(fi.node):
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            pairs = [(t, n.value)]
+            if isinstance(t, (ast.Tuple, ast.List)) and isinstance(n.value, (ast.Tuple, ast.List)):
+                pairs = list(zip(t.elts, n.value.elts)) if len(t.elts) == len(n.value.elts) else []
+            for a, b in pairs:
+                if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id:
+                    direct.setdefault(a.id, set()).add(b.id)
     params = set(fi.params)
+    out: dict[str, set[str]] = {}
+    for name in direct:
+        seen, todo, roots = {name}, [name], set()
+        while todo:
+            x = todo.pop()
+            for y in direct.get(x, ()):
+                if y in params:
+                    roots.add(y)
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        if roots:
+            out[name] = roots
+    return out
+
+
+def _holds(name: str, aliases: dict[str, set[str]], fi: FuncInfo) -> set[str]:
+    return aliases.get(name, set()) | ({name} if name in fi.params else set())
+
+
+def _prescan(fi: FuncInfo) -> None:
+    aliases = _param_aliases(fi)
+    params = set(fi.params) | set(aliases)  # an alias's uses are its parameters' (folded in below)
     scope = fi.body_scope or fi.scope
     line = fi.line
     arrays = fi.array_params
@@ -506,10 +542,10 @@ def _prescan(fi: FuncInfo) -> None:
             args: list[tuple[int | str, str]] = []
             for i, a in enumerate(n.args):
                 if isinstance(a, ast.Name) and a.id in params:
-                    args.append((i, a.id))
+                    args.extend((i, p) for p in _holds(a.id, aliases, fi))
             for kw in n.keywords:
                 if kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in params:
-                    args.append((kw.arg, kw.value.id))
+                    args.extend((kw.arg, p) for p in _holds(kw.value.id, aliases, fi))
             if args:
                 fi.calls.append((n, args))
     if fi.sig:
@@ -518,3 +554,13 @@ def _prescan(fi: FuncInfo) -> None:
                 arrays[p] = nd
             elif p in arrays and dt is not None and nd == 0:
                 pass
+    for name, roots in aliases.items():
+        nd = arrays.get(name) if name in fi.params else arrays.pop(name, None)
+        w = name in written
+        if name not in fi.params:
+            written.discard(name)
+        for p in roots:
+            if nd is not None:
+                note(p, nd)
+            if w:
+                written.add(p)

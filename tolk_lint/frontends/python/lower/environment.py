@@ -40,6 +40,17 @@ class _TupleVar:
         self.n = n
 
 
+class _ArrayVar:
+    """A variable assigned array parameters (``data = buf_0`` on one path,
+    ``buf_1`` on another): its pointer is an SSA variable, ``choices`` the
+    arrays it may hold."""
+
+    __slots__ = ("choices",)
+
+    def __init__(self, choices: list):
+        self.choices = choices
+
+
 class Environment:
     """Mixin of `Lowerer`: variables and names."""
 
@@ -63,6 +74,13 @@ class Environment:
                 fresh = self.b.new_value(lv.type, raw)
                 lv.name, lv.source_name = fresh.name, raw
             self.b.write(raw, lv)
+        elif isinstance(lv, ArrayRef) and not single and self._whole_param(lv):
+            prev = self.statics.get(raw)
+            choices = list(prev.choices) if isinstance(prev, _ArrayVar) else []
+            if all(c.base is not lv.base for c in choices):
+                choices.append(lv)
+            self.statics[raw] = _ArrayVar(choices)
+            self.b.write(raw, lv.base)
         elif isinstance(lv, TupleLV):
             self.statics[raw] = _TupleVar(len(lv.items))
             for i, item in enumerate(lv.items):
@@ -70,11 +88,31 @@ class Environment:
         else:
             self.statics[raw] = lv
 
+    @staticmethod
+    def _whole_param(a: ArrayRef) -> bool:
+        return a.param is not None and a.space == "global" and not (a.prefix or a.offsets or a.strides)
+
+    def _array_var(self, raw: str, s: _ArrayVar, node) -> Any:
+        """The array a variable of array parameters holds here: the one whose
+        pointer it is, or, where paths holding different ones meet, an array
+        over the merged pointer, named after no parameter (so its accesses
+        may alias any memory), its extents unknown and uniform."""
+        ptr = self.b.read(raw)
+        for c in s.choices:
+            if c.base is ptr:
+                return c
+        first = s.choices[0]
+        if any((c.dtype, c.ndim) != (first.dtype, first.ndim) for c in s.choices):
+            return self.opaque(node, "array-merge", raw.split("@")[0], "a variable holding arrays of different types")
+        return ArrayRef("", "global", first.dtype, ptr, (None,) * first.ndim, first.ndim, key=f"{raw}")
+
     def read(self, raw: str, node) -> Any:
         s = self.statics.get(raw)
         if s is not None:
             if isinstance(s, _TupleVar):
                 return TupleLV([self.read(f"{raw}#{i}", node) for i in range(s.n)])
+            if isinstance(s, _ArrayVar):
+                return self._array_var(raw, s, node)
             return s
         return self.b.read(raw)
 
