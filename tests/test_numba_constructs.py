@@ -40,6 +40,9 @@ SUPPORTED = {
         def k(a, n):
             i = cuda.grid(1)
             a[i] = math.sqrt(a[i]) + math.exp(n) + math.atan2(a[i], 1.0) + math.floor(a[i]) + math.pi
+            m, ex = math.frexp(a[i])
+            fr, wh = math.modf(n)
+            a[i] += math.ldexp(m, ex) + fr + wh + math.frexp(8.0)[1]
             if math.isnan(a[i]) or math.isinf(n):
                 a[i] = math.copysign(1.0, a[i]) + math.hypot(a[i], n) + math.erf(a[i])
     """,
@@ -144,8 +147,8 @@ def test_supported_forms_report_no_tl002(name: str) -> None:
 
 
 def test_math_and_device_math_are_pure() -> None:
-    mod = lower(SUPPORTED["math"] + SUPPORTED["fp16"].replace("def k(", "def k2(") + SUPPORTED["cmath"].replace(
-        "def k(", "def k3("))  # fmt: skip
+    fp16 = SUPPORTED["fp16"].replace("def k(", "def k2(")
+    mod = lower(SUPPORTED["math"] + fp16 + SUPPORTED["cmath"].replace("def k(", "def k3("))
     fns = {i.attrs["fn"] for k in mod.kernels for i in ops(k, Opcode.PURE)}
     assert {"sqrt", "exp", "atan2", "cmath.exp", "cmath.sqrt", "cmath.phase", "real", "imag"} <= fns
     assert not [i for k in mod.kernels for i in ops(k, Opcode.OPAQUE)]
@@ -197,7 +200,9 @@ def test_stepped_slice_scales_the_index() -> None:
         """
     )
     k = mod.kernels[0]
-    (ld,) = [i for i in ops(k, Opcode.LOAD) if i.attrs["buffer"] == "shared_array" or i.attrs["space"] == "shared"]
+    (ld,) = [
+        i for i in ops(k, Opcode.LOAD) if i.attrs["buffer"] == "shared_array" or i.attrs["space"] == "shared"
+    ]
     idx = ld.attrs["index"][0]
     add = idx.defn
     assert add.op is Opcode.ADD and sorted(const_of(a) for a in add.args) == [1, 6]
@@ -265,12 +270,24 @@ def test_tuple_return_of_a_device_function() -> None:
 @pytest.mark.parametrize(
     ("body", "construct", "why", "assumed"),
     [
-        ("for x, y in zip(a, (v for v in a)):\n        out[0] = x",
-         "zip(a, (v for v in a))", "`zip` over a generator", "treated as varying and unknown"),
-        ("b = a[::cuda.threadIdx.x]\n    out[0] = b[0]",
-         "::cuda.threadIdx.x", "step that is not a constant", "treated as varying and unknown"),
-        ("b = a[2:][-1:]\n    out[0] = b[0]",
-         "-1:", "starting from the end of a slice", "treated as varying and unknown"),
+        (
+            "for x, y in zip(a, (v for v in a)):\n        out[0] = x",
+            "zip(a, (v for v in a))",
+            "`zip` over a generator",
+            "treated as varying and unknown",
+        ),
+        (
+            "b = a[::cuda.threadIdx.x]\n    out[0] = b[0]",
+            "::cuda.threadIdx.x",
+            "step that is not a constant",
+            "treated as varying and unknown",
+        ),
+        (
+            "b = a[2:][-1:]\n    out[0] = b[0]",
+            "-1:",
+            "starting from the end of a slice",
+            "treated as varying and unknown",
+        ),
         ("out[0] = cmath.nosuch(a[0])", "cmath.nosuch", "`cmath` function", "treated as varying and unknown"),
         ("for x in a.flat:\n        out[0] = x", "a.flat", "not a range", "trip count and its elements"),
     ],

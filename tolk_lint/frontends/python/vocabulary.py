@@ -209,7 +209,14 @@ BUILTIN_CALLS = frozenset(
 )
 
 # names whose calls are pure (safe to evaluate speculatively, e.g. in `a and b`)
-PURE_QUAL_PREFIXES = ("math.", "cmath.", "numpy.", "numba.cuda.fp16.", "numba.cuda.bf16.", "numba.cuda.libdevice.")
+PURE_QUAL_PREFIXES = (
+    "math.",
+    "cmath.",
+    "numpy.",
+    "numba.cuda.fp16.",
+    "numba.cuda.bf16.",
+    "numba.cuda.libdevice.",
+)
 PURE_CUDA = frozenset(
     {"grid", "gridsize", "selp", "fma", "popc", "brev", "clz", "ffs", "cbrt", "laneid", "warpsize"}
 )

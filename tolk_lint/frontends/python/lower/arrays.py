@@ -99,7 +99,14 @@ class ArrayAccess:
         if got is None:
             args = [lv] if isinstance(lv, Value) else []
             why = "a store to an attribute of something that is not an array element"
-            self.opaque(st, "attribute-store", None, why, args=args, assumed="it is treated as a write to unknown memory")
+            self.opaque(
+                st,
+                "attribute-store",
+                None,
+                why,
+                args=args,
+                assumed="it is treated as a write to unknown memory",
+            )
             return
         attrs, addr = got
         if op is not None:
@@ -264,13 +271,17 @@ class ArrayAccess:
                 if lo is None and not isinstance(sc, int)
                 else "a slice starting from the end of a slice"
             )
-            self.unsupported(e, "slice-start", None, why, "the indices it gives are treated as varying and unknown")
+            self.unsupported(
+                e, "slice-start", None, why, "the indices it gives are treated as varying and unknown"
+            )
             lo = self.opaque(e, "slice-start", None, why)
         stride = view.strides.get(d)
         if not (isinstance(lo, PyConst) and lo.value == 0):
             base_lo = self._strided(self._index_value(lo, e), stride, e)
             prev = view.offsets.get(d)
-            view.offsets[d] = self.value(O.ADD, [prev, base_lo], "s64", None, e) if prev is not None else base_lo
+            view.offsets[d] = (
+                self.value(O.ADD, [prev, base_lo], "s64", None, e) if prev is not None else base_lo
+            )
         if sc != 1:
             stride = self._arith(O.MUL, stride if stride is not None else PyConst(1),
                                  step if isinstance(sc, int) else self._index_value(step, e), e)  # fmt: skip

@@ -65,7 +65,9 @@ class Calls:
         if isinstance(callee, GlobalRef):
             why = f"a call of a {callee.why}"
             assumed = "its result is treated as varying and unknown, and it may write any memory"
-            self.unsupported(callee.node or node, f"global:{callee.name}", f"{callee.name}(...)", why, assumed)
+            self.unsupported(
+                callee.node or node, f"global:{callee.name}", f"{callee.name}(...)", why, assumed
+            )
             return self.opaque_call(node, f"global:{callee.name}", callee.name, why)
         return self.opaque_call(node, "call", None, "a call of an unknown object")
 
@@ -92,8 +94,15 @@ class Calls:
                 vals.append(a)
             elif isinstance(a, ArrayRef):
                 vals.append(a.base)
-        return self.opaque(node, kind, what or self.loc(node)[1], reason, args=vals, type=type,
-                           assumed="its result is treated as varying and unknown, and it may write any memory")
+        return self.opaque(
+            node,
+            kind,
+            what or self.loc(node)[1],
+            reason,
+            args=vals,
+            type=type,
+            assumed="its result is treated as varying and unknown, and it may write any memory",
+        )
 
     def call_op(self, node: ast.Call, callee: str, reason: str) -> Value:
         self.unsupported(node, f"call:{callee}", f"{callee}(...)", reason)

@@ -25,7 +25,6 @@ from tolk_lint.frontends.python.lower.ssa import SsaBuilder
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Origin, Span, Value
 from tolk_lint.ir.opcodes import Opcode as O
 
-
 CONSERVATIVE = "analyses treat it conservatively"
 VARYING = "its value is treated as varying and unknown"
 

@@ -103,7 +103,9 @@ class Environment:
                 return c
         first = s.choices[0]
         if any((c.dtype, c.ndim) != (first.dtype, first.ndim) for c in s.choices):
-            return self.opaque(node, "array-merge", raw.split("@")[0], "a variable holding arrays of different types")
+            return self.opaque(
+                node, "array-merge", raw.split("@")[0], "a variable holding arrays of different types"
+            )
         return ArrayRef("", "global", first.dtype, ptr, (None,) * first.ndim, first.ndim, key=f"{raw}")
 
     def read(self, raw: str, node) -> Any:

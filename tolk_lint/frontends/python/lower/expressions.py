@@ -67,7 +67,9 @@ class Expressions:
             return MethodRef(base, attr)
         if isinstance(base, Value) and attr not in ("real", "imag", "conjugate") and self.is_element(base):
             return self.field_load(base, attr, node)  # a record's field
-        if attr in ("real", "imag") and (isinstance(base, Value) or (isinstance(base, PyConst) and is_scalar(base.value))):
+        if attr in ("real", "imag") and (
+            isinstance(base, Value) or (isinstance(base, PyConst) and is_scalar(base.value))
+        ):
             return self.complex_part(base, attr, node)
         if isinstance(base, (ObjRef, Value, PyConst, TupleLV)):
             return MethodRef(base, attr)

@@ -84,7 +84,9 @@ class CudaIntrinsics:
             if isinstance(base, ArrayRef):
                 return base.dtype
         if t is None:
-            self.unsupported(node, "dtype", None, "a dtype the front end does not know", f"it is taken as `{default}`")
+            self.unsupported(
+                node, "dtype", None, "a dtype the front end does not know", f"it is taken as `{default}`"
+            )
             return default
         return t
 
@@ -101,7 +103,10 @@ class CudaIntrinsics:
             align = al if isinstance(al, int) else 0
         if got is None:
             self.unsupported(
-                a["shape"], "array-shape", None, "an array shape that is not a compile-time constant",
+                a["shape"],
+                "array-shape",
+                None,
+                "an array shape that is not a compile-time constant",
                 "its extents are unknown, so its accesses are not bounds-checked",
             )
             n = len(shape_lv.items) if isinstance(shape_lv, TupleLV) else 1

@@ -30,7 +30,6 @@ from tolk_lint.frontends.python.lower.values import ArrayRef, GlobalRef, PyConst
 from tolk_lint.ir.opcodes import Opcode as O
 
 
-
 class _Unsupported(Exception):
     """A leaf or form the lowering does not model: the reason for the TL002."""
 
@@ -86,7 +85,11 @@ class Iteration:
         return True
 
     def _iter_tree(self, node: ast.expr, lv: Any = None, within: str = "") -> tuple:
-        if lv is None and isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
+        if (
+            lv is None
+            and isinstance(node, ast.Call)
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
             q = self.static_qual(node.func)
             if q in V.RANGES and not node.keywords and 1 <= len(node.args) <= 3:
                 lvs = [self.expr(a) for a in node.args]

@@ -151,9 +151,9 @@ class KernelLowering:
             try:
                 tree = ast.parse(expr_text, mode="eval")
             except SyntaxError:
-                self._report(span, "assume", f"tolk: assume {expr_text}", None,
-                             self.tl002_message(f"tolk: assume {expr_text}", "an assumption that does not parse",
-                                                "it is ignored"))  # fmt: skip
+                what = f"tolk: assume {expr_text}"
+                message = self.tl002_message(what, "an assumption that does not parse", "it is ignored")
+                self._report(span, "assume", what, None, message)
                 continue
             self.no_cf, self.span_override, self.text_override = True, span, expr_text
             try:

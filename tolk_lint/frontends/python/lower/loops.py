@@ -241,7 +241,13 @@ class Loops:
     def opaque_loop(self, st: ast.For, lv: Any, why: str) -> None:
         b = self.b
         what = f"for ... in {self.loc(st.iter)[1]}"
-        self.unsupported(st.iter, "iteration", what, why, "its trip count and its elements are treated as varying and unknown")
+        self.unsupported(
+            st.iter,
+            "iteration",
+            what,
+            why,
+            "its trip count and its elements are treated as varying and unknown",
+        )
         it_v = [lv] if isinstance(lv, Value) else [lv.base] if isinstance(lv, ArrayRef) else []
         header = b.block()
         self.jump(header, st.iter)

@@ -31,7 +31,9 @@ class Statements:
                 return
             m = getattr(self, "_s_" + type(st).__name__, None)
             if m is None:
-                self.unsupported(st, type(st).__name__, None, f"a `{type(st).__name__}` statement", "it is skipped")
+                self.unsupported(
+                    st, type(st).__name__, None, f"a `{type(st).__name__}` statement", "it is skipped"
+                )
                 continue
             m(st)
 
@@ -82,7 +84,11 @@ class Statements:
             new = self.binop(type(st.op), cur, self.expr(st.value), st)
             self.bind(self.frame.var(t.id), new, st)
             return
-        if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
+        if (
+            isinstance(t, ast.Subscript)
+            and isinstance(t.slice, ast.Constant)
+            and isinstance(t.slice.value, str)
+        ):
             self.field_store(t.value, t.slice.value, self.expr(st.value), t, st, type(st.op))
             return
         if isinstance(t, ast.Attribute):
@@ -116,7 +122,13 @@ class Statements:
             self.bind(f.var(target.id), lv, st, single=target.id not in f.fi.multi)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
-                self.unsupported(target, "starred", None, "a starred assignment", "the values are treated as varying and unknown")
+                self.unsupported(
+                    target,
+                    "starred",
+                    None,
+                    "a starred assignment",
+                    "the values are treated as varying and unknown",
+                )
                 for e in target.elts:
                     inner = e.value if isinstance(e, ast.Starred) else e
                     self.assign(inner, self.opaque(st, "starred", None, "starred assignment"), st)
@@ -145,8 +157,9 @@ class Statements:
         elif isinstance(target, ast.Attribute):
             self.field_store(target.value, target.attr, lv, target, st)
         else:
-            self.opaque(st, "attribute-store", None, "a store to this target", args=[lv] if isinstance(lv, Value) else [],
-                        assumed="it is treated as a write to unknown memory")  # fmt: skip
+            args = [lv] if isinstance(lv, Value) else []
+            why, assumed = "a store to this target", "it is treated as a write to unknown memory"
+            self.opaque(st, "attribute-store", None, why, args=args, assumed=assumed)
 
     def flat_items(self, lv: Any) -> list | None:
         """The scalars of a (nested) tuple, or None for anything else."""
@@ -229,7 +242,9 @@ class Statements:
         f = self.frame
         for a in st.names:
             if a.name == "*" or st.level:
-                self.unsupported(st, "import", None, "a relative or star import", "the names it brings in are unknown")
+                self.unsupported(
+                    st, "import", None, "a relative or star import", "the names it brings in are unknown"
+                )
                 continue
             q = f"{st.module}.{a.name}" if st.module else a.name
             self.statics[f.var(a.asname or a.name)] = self.qual_value(q, st)
@@ -245,7 +260,9 @@ class Statements:
         self.unsupported(st, "class", f"class {st.name}", "a class defined inside a kernel", "it is skipped")
 
     def _s_With(self, st: ast.With) -> None:
-        self.unsupported(st, "with", "with", "a with statement", "its body is lowered as if the `with` were not there")
+        self.unsupported(
+            st, "with", "with", "a with statement", "its body is lowered as if the `with` were not there"
+        )
         for item in st.items:
             lv = self.expr(item.context_expr)
             if item.optional_vars is not None:
@@ -257,7 +274,13 @@ class Statements:
         self.suite(st.body)
 
     def _s_Try(self, st: ast.Try) -> None:
-        self.unsupported(st, "try", "try", "exception handling", "its body is lowered as if it cannot raise; the handlers are skipped")
+        self.unsupported(
+            st,
+            "try",
+            "try",
+            "exception handling",
+            "its body is lowered as if it cannot raise; the handlers are skipped",
+        )
         self.suite(st.body)
         if st.orelse and not self.b.terminated() and not self.dead():
             self.suite(st.orelse)
