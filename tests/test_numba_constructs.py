@@ -254,6 +254,50 @@ def test_a_variable_of_array_parameters_merges_their_pointers() -> None:
     assert [p.written for p in k.params] == [True, True]
 
 
+def test_swapped_buffers_in_a_loop() -> None:
+    """Parameters swapped in a loop: merged pointers (no TL002); shared
+    buffers swapped in a loop: one TL002 naming the variable, none for its
+    subscripts."""
+    mod = lower(
+        """
+        @cuda.jit
+        def k(a, b, n):
+            i = cuda.grid(1)
+            src, dst = a, b
+            for it in range(n):
+                dst[i] = src[i] * 0.5
+                src, dst = dst, src
+            b[i] = src[i]
+        """
+    )
+    assert tl002(mod) == []
+    k = mod.kernels[0]
+    assert {i.attrs["buffer"] for i in ops(k, Opcode.LOAD)} == {""}
+    mod = lower(
+        """
+        @cuda.jit
+        def k(x, y, n):
+            s1 = cuda.shared.array(64, float32)
+            s2 = cuda.shared.array(64, float32)
+            t = cuda.threadIdx.x
+            cur, nxt = s1, s2
+            cur[t] = x[t]
+            for it in range(n):
+                cuda.syncthreads()
+                nxt[t] = cur[(t + 1) % 64]
+                cur, nxt = nxt, cur
+            y[t] = cur[t]
+        """
+    )
+    (m,) = tl002(mod)
+    assert (
+        m.startswith("`cur` is not modelled: a variable holding different shared or local arrays")
+        and "not checked" in m
+    )
+    k = mod.kernels[0]
+    assert [i.attrs["buffer"] for i in ops(k, Opcode.STORE)][0] == "s1"  # before the loop: the array itself
+
+
 def test_tuple_return_of_a_device_function() -> None:
     mod = lower(
         """

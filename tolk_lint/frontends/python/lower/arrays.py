@@ -59,7 +59,9 @@ class ArrayAccess:
             if isinstance(i, int) and -len(items) <= i < len(items):
                 return items[i]
             return self.opaque(node, "tuple-index", None, "a tuple indexed by a value that is not constant")
-        return self.opaque(node, "subscript", None, "subscript of something that is not an array")
+        return self.opaque(
+            node, "subscript", None, "subscript of something that is not an array", args=[base]
+        )
 
     # -- record fields -------------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ class LowererCore:
         )
         self.b = SsaBuilder(self.kernel)
         self.statics: dict[str, Any] = {}
+        self.merged: dict[Any, list] = {}  # a variable's merged array (or its opaque) -> the arrays it may be
         self.frames: list[Frame] = []
         self.reported: set[str] = set()
         self.shape_params: dict[tuple[str, int], Value] = {}
@@ -99,11 +100,18 @@ class LowererCore:
         message = unsupported_message(what or text, reason, assumed)
         self._report(span, kind, what or text, self._origin(span), message)
 
+    def merged_arrays(self, lv: Any) -> bool:
+        """Is ``lv`` the opaque array of a variable holding different buffers
+        (reported once, as such: its subscripts need no TL002 of their own)?"""
+        d = lv.defn if isinstance(lv, Value) else None
+        return d is not None and d.op is O.OPAQUE and bool(d.attrs.get("merged_arrays"))
+
     def opaque(
         self, node: ast.AST, kind: str, what: str | None = None, reason: str = "", args=(), type="s64",
         assumed: str = VARYING,
     ) -> Value:  # fmt: skip
-        self.unsupported(node, kind, what, reason, assumed)
+        if not any(self.merged_arrays(a) for a in args):
+            self.unsupported(node, kind, what, reason, assumed)
         text = self.loc(node)[1]
         vals = [a for a in args if isinstance(a, Value)]
         return self.emit(O.OPAQUE, vals, (type,), {"text": text, "reason": reason or kind}, node).result

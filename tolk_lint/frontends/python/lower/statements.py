@@ -99,7 +99,9 @@ class Statements:
             if isinstance(base, GlobalRef):
                 base = self.global_array(base, t)
             if not isinstance(base, ArrayRef):
-                self.opaque(st, "subscript-store", None, "store into something that is not an array")
+                self.opaque(
+                    st, "subscript-store", None, "store into something that is not an array", args=[base]
+                )
                 return
             acc = self.access(base, t.slice, t)
             if acc is None or isinstance(acc, ArrayRef):
@@ -148,7 +150,7 @@ class Statements:
                 base = self.global_array(base, target)
             if not isinstance(base, ArrayRef):
                 self.opaque(
-                    st, "subscript-store", None, "store into something that is not an array", args=[lv]
+                    st, "subscript-store", None, "store into something that is not an array", args=[lv, base]
                 )
                 return
             self.store(base, target.slice, lv, target, st)
