@@ -5,7 +5,12 @@ Something the IR does not model, so the analyses are conservative there.
 ## What it does
 Reports, once per kernel and construct, an instruction or a Python construct
 that tolk-lint reads as an opaque operation: its results are taken to differ
-between threads and it may write any memory.
+between threads and it may write any memory. The message names the construct,
+why it is not modelled and what is assumed in its place (`zip` over a
+generator: "its trip count and its elements are treated as varying and
+unknown"). Much of Numba is modelled and is not reported: `math`, `cmath`,
+`cuda.fp16` and `cuda.libdevice` calls, loops over arrays, `enumerate` and
+`zip`, stepped slices, tuple unpacking, record fields (docs/ir.md).
 
 ## Why is this bad?
 It is not a bug in the kernel. It says where the analysis stopped being

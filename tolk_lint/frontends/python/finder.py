@@ -40,8 +40,11 @@ from tolk_lint.frontends.python.vocabulary import (
     ATOMIC_OPS,
     CUDA,
     DECLARE_DEVICE,
+    ENUMERATE,
     MODULE_PARAMETERS,
     STAR_EXPORTS,
+    XOROSHIRO_DRAWS,
+    ZIP,
     runtime_call,
 )
 from tolk_lint.ir.nodes import Span
@@ -424,8 +427,44 @@ def _note_copy_arrays(call: ast.Call, params: set[str], note, written: set[str])
             written.add(arr.id)
 
 
-def _prescan(fi: FuncInfo) -> None:
+def _param_aliases(fi: FuncInfo) -> dict[str, set[str]]:
+    """The local names assigned a parameter (``data = buf_0``, ``src, dst =
+    dst, src``), each with the parameters it may hold."""
+    direct: dict[str, set[str]] = {}
+    for n in walk_body(fi.node):
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            pairs = [(t, n.value)]
+            if isinstance(t, (ast.Tuple, ast.List)) and isinstance(n.value, (ast.Tuple, ast.List)):
+                pairs = list(zip(t.elts, n.value.elts)) if len(t.elts) == len(n.value.elts) else []
+            for a, b in pairs:
+                if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id != b.id:
+                    direct.setdefault(a.id, set()).add(b.id)
     params = set(fi.params)
+    out: dict[str, set[str]] = {}
+    for name in direct:
+        seen, todo, roots = {name}, [name], set()
+        while todo:
+            x = todo.pop()
+            for y in direct.get(x, ()):
+                if y in params:
+                    roots.add(y)
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        if roots:
+            out[name] = roots
+    return out
+
+
+def _holds(name: str, aliases: dict[str, set[str]], fi: FuncInfo) -> set[str]:
+    return aliases.get(name, set()) | ({name} if name in fi.params else set())
+
+
+def _prescan(fi: FuncInfo) -> None:
+    aliases = _param_aliases(fi)
+    params = set(fi.params) | set(aliases)  # an alias's uses are its parameters' (folded in below)
     scope = fi.body_scope or fi.scope
     line = fi.line
     arrays = fi.array_params
@@ -441,7 +480,8 @@ def _prescan(fi: FuncInfo) -> None:
             base: ast.expr = n
             while isinstance(base, ast.Subscript):
                 sl = base.slice
-                depth += len(sl.elts) if isinstance(sl, ast.Tuple) else 1
+                if not (isinstance(sl, ast.Constant) and isinstance(sl.value, str)):  # a record's field
+                    depth += len(sl.elts) if isinstance(sl, ast.Tuple) else 1
                 base = base.value
             if isinstance(base, ast.Name) and base.id in params:
                 note(base.id, depth)
@@ -461,8 +501,13 @@ def _prescan(fi: FuncInfo) -> None:
             if isinstance(n.value, ast.Name) and n.value.id in params:
                 note(n.value.id, 1)
         elif isinstance(n, (ast.For, ast.AsyncFor)):
-            if isinstance(n.iter, ast.Name) and n.iter.id in params:
-                note(n.iter.id, 1)
+            todo = [n.iter]  # `for x in a`, and the arrays `enumerate`/`zip` iterate over
+            while todo:
+                it = todo.pop()
+                if isinstance(it, ast.Name) and it.id in params:
+                    note(it.id, 1)
+                elif isinstance(it, ast.Call) and scope.qual(it.func, line) in (ENUMERATE, ZIP):
+                    todo.extend(it.args[:1] if scope.qual(it.func, line) == ENUMERATE else it.args)
         elif isinstance(n, ast.AugAssign):
             base = n.target
             while isinstance(base, ast.Subscript):
@@ -489,15 +534,18 @@ def _prescan(fi: FuncInfo) -> None:
                     written.add(fname)
                 elif q == "builtins.len":
                     note(fname, 1)
+                elif rest is not None and rest.startswith("random.") and rest[7:] in XOROSHIRO_DRAWS:
+                    note(fname, 1)
+                    written.add(fname)
             if q is not None and runtime_call(q) in ("cp_async", "cp_async_zfill"):
                 _note_copy_arrays(n, params, note, written)
             args: list[tuple[int | str, str]] = []
             for i, a in enumerate(n.args):
                 if isinstance(a, ast.Name) and a.id in params:
-                    args.append((i, a.id))
+                    args.extend((i, p) for p in _holds(a.id, aliases, fi))
             for kw in n.keywords:
                 if kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in params:
-                    args.append((kw.arg, kw.value.id))
+                    args.extend((kw.arg, p) for p in _holds(kw.value.id, aliases, fi))
             if args:
                 fi.calls.append((n, args))
     if fi.sig:
@@ -506,3 +554,13 @@ def _prescan(fi: FuncInfo) -> None:
                 arrays[p] = nd
             elif p in arrays and dt is not None and nd == 0:
                 pass
+    for name, roots in aliases.items():
+        nd = arrays.get(name) if name in fi.params else arrays.pop(name, None)
+        w = name in written
+        if name not in fi.params:
+            written.discard(name)
+        for p in roots:
+            if nd is not None:
+                note(p, nd)
+            if w:
+                written.add(p)

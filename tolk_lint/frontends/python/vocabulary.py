@@ -178,11 +178,30 @@ MATH_PURE = frozenset(
      "float_power", "logaddexp", "exp10"}
 )  # fmt: skip
 MATH_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "signbit"})
+# numba-cuda's `cmath`: complex results, except the predicates (pred) and `phase` (a float);
+# `polar` is the tuple (abs, phase)
+CMATH_COMPLEX = frozenset(
+    {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "log", "log10", "rect", "sin",
+     "sinh", "sqrt", "tan", "tanh"}
+)  # fmt: skip
+CMATH_PREDICATES = frozenset({"isnan", "isinf", "isfinite"})
 MATH_ABS = frozenset({"fabs", "abs", "absolute"})
 NUMPY_MINMAX = {"minimum": Opcode.MIN, "fmin": Opcode.MIN, "maximum": Opcode.MAX, "fmax": Opcode.MAX}
 NUMPY_ALLOC = frozenset(
     {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"}
 )
+
+# numba.cuda.random's draws: (states, index), a read and a write of states[index]
+XOROSHIRO_DRAWS = frozenset(
+    {"xoroshiro128p_uniform_float32", "xoroshiro128p_uniform_float64", "xoroshiro128p_normal_float32",
+     "xoroshiro128p_normal_float64"}
+)  # fmt: skip
+
+# the iterables a `for` loop is lowered for: ranges (the canonical loop), enumerate and zip
+RANGES = frozenset(
+    {"builtins.range", "numba.prange", "numba.np.ufunc.parallel.prange", "numba.parfors.parfor.prange"}
+)
+ENUMERATE, ZIP = "builtins.enumerate", "builtins.zip"
 
 # Python builtins the lowering models (anything else is TL002)
 BUILTIN_CALLS = frozenset(
@@ -190,7 +209,14 @@ BUILTIN_CALLS = frozenset(
 )
 
 # names whose calls are pure (safe to evaluate speculatively, e.g. in `a and b`)
-PURE_QUAL_PREFIXES = ("math.", "numpy.", "numba.cuda.fp16.", "numba.cuda.bf16.", "numba.cuda.libdevice.")
+PURE_QUAL_PREFIXES = (
+    "math.",
+    "cmath.",
+    "numpy.",
+    "numba.cuda.fp16.",
+    "numba.cuda.bf16.",
+    "numba.cuda.libdevice.",
+)
 PURE_CUDA = frozenset(
     {"grid", "gridsize", "selp", "fma", "popc", "brev", "clz", "ffs", "cbrt", "laneid", "warpsize"}
 )

@@ -26,6 +26,7 @@ Read top to bottom:
 - `statements`: assignments, ``if``, ``return`` and the other statements.
 - `loops`: ``while`` and ``for`` (the canonical range loop, unrolled and
   table loops), ``break`` and ``continue``.
+- `iteration`: ``for`` over ``enumerate`` and ``zip`` (index loops).
 - `expressions`: the expression dispatch; names, attributes, tuples.
 - `operators`: arithmetic, unary operators and comparisons.
 - `conditions`: branch conditions, ``and``/``or``, ``x if c else y``.
@@ -57,6 +58,7 @@ from tolk_lint.frontends.python.lower.environment import Environment
 from tolk_lint.frontends.python.lower.expressions import Expressions
 from tolk_lint.frontends.python.lower.inlining import Inlining
 from tolk_lint.frontends.python.lower.intrinsics import CudaIntrinsics
+from tolk_lint.frontends.python.lower.iteration import Iteration
 from tolk_lint.frontends.python.lower.kernel import KernelLowering
 from tolk_lint.frontends.python.lower.library import LibraryCalls
 from tolk_lint.frontends.python.lower.loops import Loops
@@ -71,6 +73,7 @@ class Lowerer(
     KernelLowering,
     Statements,
     Loops,
+    Iteration,
     Expressions,
     Operators,
     Conditions,

@@ -26,6 +26,8 @@ class ArrayAccess:
     """Mixin of `Lowerer`: subscripts, addresses, views, stores, buffers."""
 
     def _e_Subscript(self, node: ast.Subscript) -> Any:
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            return self.field_load(self.expr(node.value), node.slice.value, node)
         base = self.expr(node.value)
         if isinstance(base, GlobalRef):
             base = self.global_array(base, node)
@@ -57,7 +59,70 @@ class ArrayAccess:
             if isinstance(i, int) and -len(items) <= i < len(items):
                 return items[i]
             return self.opaque(node, "tuple-index", None, "a tuple indexed by a value that is not constant")
-        return self.opaque(node, "subscript", None, "subscript of something that is not an array")
+        return self.opaque(
+            node, "subscript", None, "subscript of something that is not an array", args=[base]
+        )
+
+    # -- record fields -------------------------------------------------------------------------------
+
+    def is_element(self, v: Value) -> bool:
+        """Is ``v`` a LOAD of an array element (of a dtype that may be a record)?"""
+        d = v.defn
+        return (
+            d is not None and d.op is O.LOAD and "buffer" in d.attrs and bool(d.args)
+            and not str(d.attrs.get("dtype", "")).startswith("c")
+        )  # fmt: skip
+
+    def field_address(self, lv: Any, name: str, node) -> tuple | None:
+        """The LOAD attributes and the address of field ``name`` of the record
+        ``lv`` (a LOAD of an array element): the element's address plus the
+        field's offset, a PURE ``field.<name>`` (uniform, unknown, distinct
+        per field); None when ``lv`` is not an array element."""
+        if not isinstance(lv, Value) or not self.is_element(lv):
+            return None
+        d = lv.defn
+        cur = self.b.current
+        if cur is not None and cur.instrs and cur.instrs[-1] is d:
+            cur.instrs.pop()  # the record itself is not read: only its field
+        off = self.value(O.PURE, [], "s64", {"fn": f"field.{name}"}, node)
+        addr = self.value(O.ADD, [d.args[0], off], "ptr", None, node)
+        return dict(d.attrs, field=name), addr
+
+    def field_load(self, lv: Any, name: str, node) -> Any:
+        got = self.field_address(lv, name, node)
+        if got is None:
+            return self.opaque(node, "field", None, "a field of something that is not an array element")
+        attrs, addr = got
+        return self.value(O.LOAD, [addr], attrs["dtype"], attrs, node)
+
+    def field_store(self, elem: ast.expr, name: str, lv: Any, target, st, op: type | None = None) -> None:
+        """``elem.name = lv`` (``elem['name'] = lv``; ``op=``: the augmented form)."""
+        got = self.field_address(self.expr(elem), name, target)
+        if got is None:
+            args = [lv] if isinstance(lv, Value) else []
+            why = "a store to an attribute of something that is not an array element"
+            self.opaque(
+                st,
+                "attribute-store",
+                None,
+                why,
+                args=args,
+                assumed="it is treated as a write to unknown memory",
+            )
+            return
+        attrs, addr = got
+        if op is not None:
+            old = self.value(O.LOAD, [addr], attrs["dtype"], dict(attrs), target)
+            lv = self.binop(op, old, lv, st)
+        self.emit(O.STORE, [addr, self.coerce(lv, attrs["dtype"], st)], (), attrs, target)
+        for p in self.kernel.params:
+            if p.value is not None and p.value is self.root_pointer(addr):
+                p.written = True
+
+    def root_pointer(self, v: Value) -> Value:
+        while v.defn is not None and v.defn.op is O.ADD and v.type == "ptr":
+            v = v.defn.args[0]
+        return v
 
     def extent(self, arr: ArrayRef, d: int, node) -> Any:
         n = arr.shape[d] if d < len(arr.shape) else None
@@ -104,6 +169,7 @@ class ArrayAccess:
         vals = list(arr.prefix)
         for i, lv in enumerate(idx):
             v = self._index_value(lv, node)
+            v = self._strided(v, arr.strides.get(d0 + i), node)
             off = arr.offsets.get(d0 + i)
             if off is not None:
                 v = self.value(O.ADD, [v, off], "s64", None, node)
@@ -154,16 +220,7 @@ class ArrayAccess:
         for i, e in enumerate(elts):
             d = d0 + i
             if isinstance(e, ast.Slice):
-                if e.step is not None:
-                    step = self.static(self.expr(e.step))
-                    if step != 1:
-                        self.unsupported(e, "strided-slice", None, "a strided slice")
-                if e.lower is not None:
-                    lo = self._index_value(self.expr(e.lower), e)
-                    prev = view.offsets.get(d)
-                    view.offsets[d] = (
-                        self.value(O.ADD, [prev, lo], "s64", None, e) if prev is not None else lo
-                    )
+                self._slice_dim(arr, view, d, e)
                 if e.upper is not None:
                     self.expr(e.upper)
                 shape = list(view.shape) + [None] * (d + 1 - len(view.shape))
@@ -172,15 +229,65 @@ class ArrayAccess:
                 sliced = True
             else:
                 if sliced:
-                    self.unsupported(e, "mixed-slice", None, "an index after a slice")
+                    self.unsupported(
+                        e, "mixed-slice", None, "an index after a slice", "the indices from it on are ignored"
+                    )
                     return view
                 v = self._index_value(self.expr(e), e)
+                v = self._strided(v, view.strides.get(d), e)
                 off = view.offsets.get(d)
                 if off is not None:
                     v = self.value(O.ADD, [v, off], "s64", None, e)
                 prefix.append(v)
         view.prefix = tuple(prefix)
         return view
+
+    def _strided(self, v: Value, stride: Any, node) -> Value:
+        if stride is None:
+            return v
+        return self.val(self._arith(O.MUL, self._foldable(v), stride, node), node, "s64")
+
+    def _slice_dim(self, arr: ArrayRef, view: ArrayRef, d: int, e: ast.Slice) -> None:
+        """Dim ``d`` of ``view`` sliced by ``e``: its offset and stride in the
+        array (``lo`` and ``step`` composed with what slicing gave it
+        before). A start Python computes from the length (a negative step
+        without a start, a negative start) is the array's extent on a dim
+        not sliced before; else it is not modelled (TL002) and unknown."""
+        step = PyConst(1) if e.step is None else self.expr(e.step)
+        sc = self.static(step)
+        if sc == 0:
+            self.unsupported(e, "slice-step", None, "a slice with a step of 0", "it is read as a step of 1")
+            step, sc = PyConst(1), 1
+        fresh = d not in view.offsets and d not in view.strides
+        lo: Any = None if e.lower is None else self.expr(e.lower)
+        lc = self.static(lo) if lo is not None else None
+        if lo is None and isinstance(sc, int) and sc > 0:
+            lo = PyConst(0)
+        elif lo is None and isinstance(sc, int) and fresh:
+            lo = self._arith(O.ADD, self.extent(arr, d, e), PyConst(-1), e)
+        elif isinstance(lc, int) and lc < 0 and fresh:
+            lo = self._arith(O.ADD, self.extent(arr, d, e), PyConst(lc), e)
+        elif lo is None or (isinstance(lc, int) and lc < 0):
+            why = (
+                "a slice whose start depends on the sign of a step that is not a constant"
+                if lo is None and not isinstance(sc, int)
+                else "a slice starting from the end of a slice"
+            )
+            self.unsupported(
+                e, "slice-start", None, why, "the indices it gives are treated as varying and unknown"
+            )
+            lo = self.opaque(e, "slice-start", None, why)
+        stride = view.strides.get(d)
+        if not (isinstance(lo, PyConst) and lo.value == 0):
+            base_lo = self._strided(self._index_value(lo, e), stride, e)
+            prev = view.offsets.get(d)
+            view.offsets[d] = (
+                self.value(O.ADD, [prev, base_lo], "s64", None, e) if prev is not None else base_lo
+            )
+        if sc != 1:
+            stride = self._arith(O.MUL, stride if stride is not None else PyConst(1),
+                                 step if isinstance(sc, int) else self._index_value(step, e), e)  # fmt: skip
+            view.strides[d] = stride
 
     def store(self, arr: ArrayRef, sl: ast.expr, lv: Any, target, st) -> None:
         acc = self.access(arr, sl, target)

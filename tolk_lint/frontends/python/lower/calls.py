@@ -3,7 +3,7 @@ understood.
 
 A qualified name goes to `intrinsics` (``numba.cuda``), `async_copy`
 (``tolk_lint.runtime``), `library`
-(``math``, NumPy, builtins) or a conversion (``float32(x)``); a function
+(``math``, ``cmath``, NumPy, builtins) or a conversion (``float32(x)``); a function
 of the file to `inlining`, an external device function (``cuda.declare_device``)
 to a CALL; a kernel, an unjitted function, a method or an unknown global
 to an OPAQUE (TL002). Also the argument matching the intrinsics share.
@@ -59,10 +59,16 @@ class Calls:
                 and not node.args
             ):
                 return self.barrier_grid(node)
+            if callee.name == "conjugate" and not node.args and isinstance(callee.obj, (Value, PyConst)):
+                return self.complex_part(callee.obj, "conjugate", node)
             return self.opaque_call(node, f"method:{callee.name}", f".{callee.name}()", "a method call")
         if isinstance(callee, GlobalRef):
-            self.unsupported(callee.node or node, f"global:{callee.name}", callee.name, callee.why)
-            return self.opaque_call(node, f"global:{callee.name}", callee.name, callee.why)
+            why = f"a call of a {callee.why}"
+            assumed = "its result is treated as varying and unknown, and it may write any memory"
+            self.unsupported(
+                callee.node or node, f"global:{callee.name}", f"{callee.name}(...)", why, assumed
+            )
+            return self.opaque_call(node, f"global:{callee.name}", callee.name, why)
         return self.opaque_call(node, "call", None, "a call of an unknown object")
 
     def call_args(self, node: ast.Call, names: list[str]) -> dict[str, ast.expr] | None:
@@ -88,7 +94,15 @@ class Calls:
                 vals.append(a)
             elif isinstance(a, ArrayRef):
                 vals.append(a.base)
-        return self.opaque(node, kind, what or self.loc(node)[1], reason, args=vals, type=type)
+        return self.opaque(
+            node,
+            kind,
+            what or self.loc(node)[1],
+            reason,
+            args=vals,
+            type=type,
+            assumed="its result is treated as varying and unknown, and it may write any memory",
+        )
 
     def call_op(self, node: ast.Call, callee: str, reason: str) -> Value:
         self.unsupported(node, f"call:{callee}", f"{callee}(...)", reason)
@@ -104,6 +118,8 @@ class Calls:
     def call_qual(self, q: str, node: ast.Call) -> Any:
         if q.startswith(V.CUDA):
             rest = q[len(V.CUDA) :]
+            if rest.startswith("random.xoroshiro128p_") and rest[7:] in V.XOROSHIRO_DRAWS:
+                return self.xoroshiro(rest[7:], node)
             if rest.startswith("atomic."):
                 op = V.ATOMIC_OPS.get(rest[7:])
                 if op is not None:
@@ -120,6 +136,8 @@ class Calls:
             return self.runtime_call(runtime, node)
         if q.startswith("math."):
             return self.math_call(q[5:], node, numpy=False)
+        if q.startswith("cmath."):
+            return self.cmath_call(q[6:], node)
         if q.startswith("numpy."):
             return self.numpy_call(q[6:], node)
         if q.startswith("builtins."):

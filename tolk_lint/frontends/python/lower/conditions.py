@@ -127,7 +127,8 @@ class Conditions:
         if self.no_cf or (self.is_pure(node.body) and self.is_pure(node.orelse)):
             a, b_ = self.expr(node.body), self.expr(node.orelse)
             if not isinstance(a, (Value, PyConst)) or not isinstance(b_, (Value, PyConst)):
-                self.unsupported(node, "ifexp-object", None, "a conditional choosing between objects")
+                self.unsupported(node, "ifexp-object", None, "a conditional choosing between objects",
+                                 "the first one is taken")  # fmt: skip
                 return a
             va, vb, t = self.unify(a, b_, node)
             return self.value(O.SELECT, [c, va, vb], t, None, node)
@@ -142,7 +143,8 @@ class Conditions:
             b.position(blk)
             lv = self.expr(arm)
             if not isinstance(lv, (Value, PyConst)):
-                self.unsupported(arm, "ifexp-object", None, "a conditional choosing between objects")
+                self.unsupported(arm, "ifexp-object", None, "a conditional choosing between objects",
+                                 "its value is treated as varying and unknown")  # fmt: skip
                 lv = self.val(lv, arm)
             arms.append((b.current, arm, lv))
         # one type for both arms, decided once both are known

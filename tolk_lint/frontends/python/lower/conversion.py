@@ -32,6 +32,8 @@ def join_types(a: str, b: str, bitwise: bool) -> str:
         return a
     if a == "pred" and bitwise and b == "pred":
         return "pred"
+    if a.startswith("c") or b.startswith("c"):  # complex: one float-typed value (see `library`)
+        return "f64"
     fa, fb = is_float(a), is_float(b)
     if fa or fb:
         if fa and fb:
@@ -59,6 +61,9 @@ class Conversions:
                 return self.const(c, want or "s64", node)
             if isinstance(c, float):
                 return self.const(c, want if want and is_float(want) else "f64", node)
+            if isinstance(c, complex):  # one float-typed value, as `cmath` results are
+                parts = [self.const(c.real, "f64", node), self.const(c.imag, "f64", node)]
+                return self.value(O.PURE, parts, "f64", {"fn": "complex"}, node)
             return self.opaque(node, "constant", None, "a constant that is not a number")
         if isinstance(lv, ArrayRef):
             return lv.base

@@ -25,6 +25,15 @@ from tolk_lint.frontends.python.lower.ssa import SsaBuilder
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Origin, Span, Value
 from tolk_lint.ir.opcodes import Opcode as O
 
+CONSERVATIVE = "analyses treat it conservatively"
+VARYING = "its value is treated as varying and unknown"
+
+
+def unsupported_message(what: str, reason: str, assumed: str) -> str:
+    """The TL002 message: the construct, why it is not modelled, what is assumed."""
+    why = f": {reason}" if reason else ""
+    return f"`{what}` is not modelled{why}; {assumed}"
+
 
 class LowererCore:
     """The state of one lowering and the primitives that emit into it."""
@@ -48,6 +57,7 @@ class LowererCore:
         )
         self.b = SsaBuilder(self.kernel)
         self.statics: dict[str, Any] = {}
+        self.merged: dict[Any, list] = {}  # a variable's merged array (or its opaque) -> the arrays it may be
         self.frames: list[Frame] = []
         self.reported: set[str] = set()
         self.shape_params: dict[tuple[str, int], Value] = {}
@@ -62,6 +72,8 @@ class LowererCore:
 
     # -- diagnostics ---------------------------------------------------------------------------------
 
+    tl002_message = staticmethod(unsupported_message)
+
     def _report(self, span: Span, kind: str, what: str, origin: Origin | None = None,
                 message: str | None = None) -> None:  # fmt: skip
         if kind in self.reported:
@@ -70,7 +82,7 @@ class LowererCore:
         d = Diagnostic(
             code="TL002",
             severity=Severity.WARNING,
-            message=message or f"`{what}` is not understood; analyses treat it conservatively",
+            message=message or unsupported_message(what, "", CONSERVATIVE),
             span=span,
             kernel=self.kernel.name,
             origin=origin,
@@ -80,14 +92,26 @@ class LowererCore:
         if self.standalone:
             self.ctx.from_functions.add(id(d))
 
-    def unsupported(self, node: ast.AST, kind: str, what: str | None = None, reason: str = "") -> None:
+    def unsupported(self, node: ast.AST, kind: str, what: str | None = None, reason: str = "",
+                    assumed: str = CONSERVATIVE) -> None:  # fmt: skip
+        """One TL002 per ``kind`` and kernel: the construct (``what``, else the
+        node's text), why it is not modelled (``reason``), what is assumed."""
         span, text = self.loc(node)
-        self._report(span, kind, what or text, self._origin(span))
+        message = unsupported_message(what or text, reason, assumed)
+        self._report(span, kind, what or text, self._origin(span), message)
+
+    def merged_arrays(self, lv: Any) -> bool:
+        """Is ``lv`` the opaque array of a variable holding different buffers
+        (reported once, as such: its subscripts need no TL002 of their own)?"""
+        d = lv.defn if isinstance(lv, Value) else None
+        return d is not None and d.op is O.OPAQUE and bool(d.attrs.get("merged_arrays"))
 
     def opaque(
-        self, node: ast.AST, kind: str, what: str | None = None, reason: str = "", args=(), type="s64"
-    ) -> Value:
-        self.unsupported(node, kind, what, reason)
+        self, node: ast.AST, kind: str, what: str | None = None, reason: str = "", args=(), type="s64",
+        assumed: str = VARYING,
+    ) -> Value:  # fmt: skip
+        if not any(self.merged_arrays(a) for a in args):
+            self.unsupported(node, kind, what, reason, assumed)
         text = self.loc(node)[1]
         vals = [a for a in args if isinstance(a, Value)]
         return self.emit(O.OPAQUE, vals, (type,), {"text": text, "reason": reason or kind}, node).result

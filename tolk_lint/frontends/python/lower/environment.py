@@ -40,6 +40,41 @@ class _TupleVar:
         self.n = n
 
 
+class _ArrayVar:
+    """A variable assigned array parameters (``data = buf_0`` on one path,
+    ``buf_1`` on another): its pointer is an SSA variable, ``choices`` the
+    arrays it may hold."""
+
+    __slots__ = ("choices",)
+
+    def __init__(self, choices: list):
+        self.choices = choices
+
+
+def _same_value(v: Value) -> Value:
+    """``v``, or the one value a PHI of PHIs stands for (the PHIs `Builder`
+    leaves until it finishes: ``data = buf_0`` on both arms). A PHI still
+    waiting for its operands (a loop header not sealed yet) stands for
+    itself: later trips may bring another value."""
+    seen: set[Value] = set()
+    todo, found = [v], set()
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        d = x.defn
+        if d is not None and d.op is O.PHI and d.args:
+            todo.extend(d.args)
+        elif d is not None and d.op is O.PHI:
+            return v
+        else:
+            found.add(x)
+        if len(found) > 1:
+            return v
+    return found.pop() if len(found) == 1 else v
+
+
 class Environment:
     """Mixin of `Lowerer`: variables and names."""
 
@@ -52,6 +87,13 @@ class Environment:
                 self.statics[raw] = lv
                 return
             lv = self.val(lv, node)
+        if isinstance(lv, Value) and lv in self.merged:  # `cur, nxt = nxt, cur` of merged arrays
+            prev = self.statics.get(raw)
+            choices = list(prev.choices) if isinstance(prev, _ArrayVar) else []
+            choices += [c for c in self.merged[lv] if all(c.base is not x.base for x in choices)]
+            self.statics[raw] = _ArrayVar(choices)
+            self.b.write(raw, lv.defn.args[0])
+            return
         if isinstance(lv, Value):
             self.statics.pop(raw, None)
             if (
@@ -63,6 +105,12 @@ class Environment:
                 fresh = self.b.new_value(lv.type, raw)
                 lv.name, lv.source_name = fresh.name, raw
             self.b.write(raw, lv)
+        elif isinstance(lv, ArrayRef) and not single and not (lv.prefix or lv.offsets or lv.strides):
+            prev = self.statics.get(raw)
+            choices = list(prev.choices) if isinstance(prev, _ArrayVar) else []
+            choices += [c for c in self.merged.get(lv, [lv]) if all(c.base is not x.base for x in choices)]
+            self.statics[raw] = _ArrayVar(choices)
+            self.b.write(raw, lv.base)
         elif isinstance(lv, TupleLV):
             self.statics[raw] = _TupleVar(len(lv.items))
             for i, item in enumerate(lv.items):
@@ -70,11 +118,43 @@ class Environment:
         else:
             self.statics[raw] = lv
 
+    def _array_var(self, raw: str, s: _ArrayVar, node) -> Any:
+        """The array a variable assigned whole arrays holds here: the one whose
+        pointer it is; where paths holding different array parameters meet,
+        an array over the merged pointer, named after no parameter (so its
+        accesses may alias any memory), its extents unknown and uniform.
+        Different shared or local buffers meeting are not modelled (TL002)."""
+        ptr = _same_value(self.b.read(raw))
+        for c in s.choices:
+            if c.base is ptr:
+                return c
+        first = s.choices[0]
+        name = raw.split("@")[0]
+        if any(c.param is None or c.space != "global" for c in s.choices):
+            why = "a variable holding different shared or local arrays where paths meet (a swap in a loop)"
+            assumed = "its accesses are treated as varying and unknown, and are not checked"
+            self.unsupported(node, "array-merge", name, why, assumed)
+            attrs = {
+                "text": name,
+                "reason": why,
+                "merged_arrays": True,
+            }  # its subscripts: no TL002 of their own
+            v = self.value(O.OPAQUE, [ptr], "ptr", attrs, node)
+            self.merged[v] = list(s.choices)
+            return v
+        if any((c.dtype, c.ndim) != (first.dtype, first.ndim) for c in s.choices):
+            return self.opaque(node, "array-merge", name, "a variable holding arrays of different types")
+        ref = ArrayRef("", "global", first.dtype, ptr, (None,) * first.ndim, first.ndim, key=f"{raw}")
+        self.merged[ref] = list(s.choices)
+        return ref
+
     def read(self, raw: str, node) -> Any:
         s = self.statics.get(raw)
         if s is not None:
             if isinstance(s, _TupleVar):
                 return TupleLV([self.read(f"{raw}#{i}", node) for i in range(s.n)])
+            if isinstance(s, _ArrayVar):
+                return self._array_var(raw, s, node)
             return s
         return self.b.read(raw)
 

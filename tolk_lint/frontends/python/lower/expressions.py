@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tolk_lint.frontends.python.consts import is_scalar
 from tolk_lint.frontends.python.lower.values import (
     ArrayRef,
     GlobalRef,
@@ -64,6 +65,12 @@ class Expressions:
             if attr == "itemsize":
                 return PyConst(base.itemsize)
             return MethodRef(base, attr)
+        if isinstance(base, Value) and attr not in ("real", "imag", "conjugate") and self.is_element(base):
+            return self.field_load(base, attr, node)  # a record's field
+        if attr in ("real", "imag") and (
+            isinstance(base, Value) or (isinstance(base, PyConst) and is_scalar(base.value))
+        ):
+            return self.complex_part(base, attr, node)
         if isinstance(base, (ObjRef, Value, PyConst, TupleLV)):
             return MethodRef(base, attr)
         return self.opaque(node, "attribute", None, "attribute of an unknown object")

@@ -32,7 +32,8 @@ class Inlining:
         size = self.ctx.size(fi.node)
         if len(self.frames) > MAX_INLINE_DEPTH or size > self.inline_budget:
             what = f"{fi.name}(...)"
-            self.unsupported(node, f"recursion:{fi.name}", what, "recursion deeper than the inlining limit")
+            self.unsupported(node, f"recursion:{fi.name}", what, "recursion deeper than the inlining limit",
+                             "its result is treated as varying and unknown")  # fmt: skip
             vals = []
             for a in node.args:
                 lv = self.expr(a)

@@ -84,7 +84,9 @@ class CudaIntrinsics:
             if isinstance(base, ArrayRef):
                 return base.dtype
         if t is None:
-            self.unsupported(node, "dtype", None, "a dtype the front end does not know")
+            self.unsupported(
+                node, "dtype", None, "a dtype the front end does not know", f"it is taken as `{default}`"
+            )
             return default
         return t
 
@@ -101,7 +103,11 @@ class CudaIntrinsics:
             align = al if isinstance(al, int) else 0
         if got is None:
             self.unsupported(
-                a["shape"], "array-shape", None, "an array shape that is not a compile-time constant"
+                a["shape"],
+                "array-shape",
+                None,
+                "an array shape that is not a compile-time constant",
+                "its extents are unknown, so its accesses are not bounds-checked",
             )
             n = len(shape_lv.items) if isinstance(shape_lv, TupleLV) else 1
             shape, dynamic = (None,) * n, False
@@ -304,3 +310,23 @@ class CudaIntrinsics:
         if cmp is not None and len(vals) == 2:
             return self.value(O.CMP, vals, "pred", {"cmp": cmp}, node)
         return self.value(O.PURE, vals, t, {"fn": fn}, node)
+
+    def xoroshiro(self, fn: str, node: ast.Call) -> Any:
+        """``xoroshiro128p_uniform_float32(states, i)`` (and the other draws of
+        ``numba.cuda.random``): read state ``i``, store the next state, and a
+        PURE of the state read: as uniform as the state it reads."""
+        a = self._arg(node, ["states", "index"], 2)
+        states = self.expr(a["states"]) if a else None
+        if not isinstance(states, ArrayRef):
+            return self._bad_call(node)
+        acc = self.element(states, [self.expr(a["index"])], node)
+        if isinstance(acc, ArrayRef):
+            return self._bad_call(node)
+        arr, addr, index = acc
+        attrs = {"space": arr.space, "dtype": arr.dtype, "buffer": arr.name, "index": index}
+        old = self.value(O.LOAD, [addr], arr.dtype, dict(attrs), node)
+        nxt = self.value(O.PURE, [old], arr.dtype, {"fn": "xoroshiro128p_next"}, node)
+        self.emit(O.STORE, [addr, nxt], (), attrs, node)
+        if arr.param is not None:
+            arr.param.written = True
+        return self.value(O.PURE, [old], "f32" if fn.endswith("32") else "f64", {"fn": fn}, node)

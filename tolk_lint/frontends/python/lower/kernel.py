@@ -107,7 +107,8 @@ class KernelLowering:
     def _params(self, frame: Frame) -> None:
         fi, k = self.fi, self.kernel
         if fi.has_varargs:
-            self.unsupported(fi.node, "varargs", "*args/**kwargs", "variadic parameters")
+            self.unsupported(fi.node, "varargs", "*args/**kwargs", "variadic parameters",
+                             "what they hold is unknown")  # fmt: skip
         for i, name in enumerate(fi.params):
             sig = fi.sig[i] if fi.sig and i < len(fi.sig) else None
             attrs: dict[str, Any] = {"name": name}
@@ -150,7 +151,9 @@ class KernelLowering:
             try:
                 tree = ast.parse(expr_text, mode="eval")
             except SyntaxError:
-                self._report(span, "assume", f"tolk: assume {expr_text}")
+                what = f"tolk: assume {expr_text}"
+                message = self.tl002_message(what, "an assumption that does not parse", "it is ignored")
+                self._report(span, "assume", what, None, message)
                 continue
             self.no_cf, self.span_override, self.text_override = True, span, expr_text
             try:

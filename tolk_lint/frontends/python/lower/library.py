@@ -1,4 +1,4 @@
-"""``math``, NumPy and the Python builtins: pure functions (folded when
+"""``math``, ``cmath``, NumPy and the Python builtins: pure functions (folded when
 every argument is a constant), ``abs``/``min``/``max``/``where``, NumPy's
 local allocations (``np.empty``, ``np.zeros_like``), ``len``, ``round``,
 ``divmod``, and the explicit conversions (``float(q)``, ``np.float32(q)``,
@@ -11,6 +11,7 @@ Imports: `values`, `conversion`'s ``join_types``, `vocabulary`, `consts`,
 from __future__ import annotations
 
 import ast
+import cmath
 import math
 from typing import Any
 
@@ -61,6 +62,12 @@ class LibraryCalls:
             if isinstance(x, PyConst) and is_scalar(x.value):
                 return PyConst(abs(x.value))
             v = self.val(x, node)
+            if v.type.startswith("c") or (
+                v.defn is not None
+                and v.defn.op is O.PURE
+                and str(v.defn.attrs.get("fn", "")).startswith(("cmath.", "complex"))
+            ):
+                return self.value(O.PURE, [v], "f32" if v.type == "c64" else "f64", {"fn": "cmath.abs"}, node)
             return self.value(O.ABS, [v], v.type, None, node)
         if fn in V.MATH_PREDICATES:
             return self.pure_fn(fn, node, keep_int=False, result="pred")
@@ -73,11 +80,66 @@ class LibraryCalls:
                 if isinstance(r, Value) and r.defn is not None and r.defn.op is O.PURE
                 else r
             )
+        if fn in ("frexp", "modf") and len(node.args) == 1 and not node.keywords:
+            return self.split_float(fn, node)
         if fn in V.MATH_PURE:
             return self.pure_fn(fn, node, keep_int=False)
+        lib = "numpy" if numpy else "math"
         return self.opaque_call(
-            node, f"call:{'numpy' if numpy else 'math'}.{fn}", None, "an unknown function"
+            node, f"call:{lib}.{fn}", None, f"a `{lib}` function the front end does not model"
         )
+
+    def split_float(self, fn: str, node: ast.Call) -> Any:
+        """``frexp(x)`` (mantissa, exponent) and ``modf(x)`` (fraction, whole
+        part): a tuple of two PUREs of ``x``, folded for a constant."""
+        x = self.expr(node.args[0])
+        if isinstance(x, PyConst) and is_scalar(x.value) and not isinstance(x.value, complex):
+            try:
+                return PyConst(getattr(math, fn)(x.value))
+            except (ValueError, TypeError, OverflowError):
+                pass
+        v = self.val(x, node)
+        t = v.type if is_float(v.type) else "f64"
+        v = v if v.type == t else self.cvt(v, t, node)
+        second = "s64" if fn == "frexp" else t
+        return TupleLV([self.value(O.PURE, [v], t, {"fn": f"{fn}.0"}, node),
+                        self.value(O.PURE, [v], second, {"fn": f"{fn}.1"}, node)])  # fmt: skip
+
+    def cmath_call(self, fn: str, node: ast.Call) -> Any:
+        """``cmath.fn(...)``: a PURE ``cmath.fn`` (folded for constants). A
+        complex value is one float-typed Value: uniform iff what it is made
+        of is."""
+        if fn not in V.CMATH_COMPLEX and fn not in V.CMATH_PREDICATES and fn not in ("phase", "polar"):
+            return self.opaque_call(
+                node, f"call:cmath.{fn}", None, "a `cmath` function the front end does not know"
+            )
+        if node.keywords or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
+            return self._bad_call(node)
+        args = [self.expr(a) for a in node.args]
+        if all(isinstance(x, PyConst) and is_scalar(x.value) for x in args):
+            try:
+                r = getattr(cmath, fn)(*(x.value for x in args))
+            except (ValueError, TypeError, OverflowError, ZeroDivisionError):
+                r = UNKNOWN
+            if is_scalar(r) or (isinstance(r, tuple) and all(is_scalar(x) for x in r)):
+                return PyConst(r)
+        vals = [self.val(x, a) for x, a in zip(args, node.args)]
+        if fn == "polar":
+            return TupleLV(
+                [self.value(O.PURE, vals, "f64", {"fn": f"cmath.{f}"}, node) for f in ("abs", "phase")]
+            )
+        t = "pred" if fn in V.CMATH_PREDICATES else "f64"
+        return self.value(O.PURE, vals, t, {"fn": f"cmath.{fn}"}, node)
+
+    def complex_part(self, x: Any, part: str, node) -> Any:
+        """``x.real``, ``x.imag``, ``x.conjugate()``: folded for a constant, a
+        PURE of the value otherwise."""
+        if isinstance(x, PyConst) and is_scalar(x.value):
+            c = complex(x.value)
+            return PyConst({"real": c.real, "imag": c.imag, "conjugate": c.conjugate()}[part])
+        v = self.val(x, node)  # a complex value may be typed as a float: always a PURE
+        t = "f32" if v.type == "c64" else "f64"
+        return self.value(O.PURE, [v], t, {"fn": part}, node)
 
     def numpy_call(self, fn: str, node: ast.Call) -> Any:
         t = V.dtype_of_qual(f"numpy.{fn}")

@@ -7,10 +7,12 @@ step), ``ADD phi, CONST step`` in a separate latch, which ``continue``
 jumps to). A step that is not constant is assumed positive. Loops over
 short constant tuples are unrolled (bounded: ``MAX_UNROLL*`` in `limits`);
 longer tuples of numbers become a range loop reading a `const` buffer that
-holds them; loops over anything else have an OPAQUE trip test and element
-(TL002).
+holds them; loops over an array, ``enumerate`` and ``zip`` are index loops
+(`iteration`); loops over anything else have an OPAQUE trip test and
+element (TL002).
 
-Imports: `limits`, `values`, `conversion`'s ``is_number``, `tolk_lint.ir`.
+Imports: `limits`, `values`, `conversion`'s ``is_number``, `vocabulary`,
+`tolk_lint.ir`.
 """
 
 from __future__ import annotations
@@ -18,15 +20,12 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from tolk_lint.frontends.python import vocabulary as V
 from tolk_lint.frontends.python.lower.conversion import is_number
 from tolk_lint.frontends.python.lower.limits import MAX_UNROLL, MAX_UNROLL_NEST, MAX_UNROLL_NODES
-from tolk_lint.frontends.python.lower.values import ArrayRef, PyConst, TupleLV
+from tolk_lint.frontends.python.lower.values import ArrayRef, GlobalRef, PyConst, TupleLV
 from tolk_lint.ir.nodes import Value
 from tolk_lint.ir.opcodes import Opcode as O
-
-_RANGES = frozenset(
-    {"builtins.range", "numba.prange", "numba.np.ufunc.parallel.prange", "numba.parfors.parfor.prange"}
-)
 
 
 class Loops:
@@ -67,11 +66,18 @@ class Loops:
             and not it.keywords
             and 1 <= len(it.args) <= 3
             and not any(isinstance(a, ast.Starred) for a in it.args)
-            and self.static_qual(it.func) in _RANGES
+            and self.static_qual(it.func) in V.RANGES
         ):
             self.range_loop(st, it)
             return
+        q = self.static_qual(it.func) if isinstance(it, ast.Call) else None
+        if q in (V.ENUMERATE, V.ZIP):
+            self.iter_loop(st, q)
+            return
         lv = self.expr(it)
+        if isinstance(lv, (ArrayRef, GlobalRef)):
+            self.iter_loop(st, "for", lv)
+            return
         s = self.static(lv)
         if isinstance(lv, TupleLV) or isinstance(s, tuple):
             items = lv.items if isinstance(lv, TupleLV) else [PyConst(x) for x in s]
@@ -90,11 +96,15 @@ class Loops:
             if items and all(isinstance(x, PyConst) and is_number(x.value) for x in items):
                 self.table_loop(st, [x.value for x in items])
                 return
-        self.opaque_loop(st, lv)
+        self.opaque_loop(st, lv, "a loop over something that is not a range, an array or a tuple")
 
-    def range_loop(self, st: ast.For, it: ast.Call, element: tuple | None = None) -> None:
+    def range_loop(self, st: ast.For, it: ast.expr, element: Any = None, bounds: tuple | None = None) -> None:
+        """The canonical loop over ``range(*it.args)`` (or over ``bounds``:
+        start, stop, step), its target bound to the induction variable, or
+        to ``element(v)`` (a callable), or to the `const` table ``element``
+        (table, target) read at ``v``."""
         b = self.b
-        lvs = [self.expr(a) for a in it.args]
+        lvs = list(bounds) if bounds is not None else [self.expr(a) for a in it.args]
         if len(lvs) == 1:
             start, stop, step = PyConst(0), lvs[0], PyConst(1)
         elif len(lvs) == 2:
@@ -131,6 +141,8 @@ class Loops:
         b.position(body)
         if element is None:
             self.assign(st.target, phi, st)
+        elif callable(element):
+            self.assign(st.target, element(phi), st)
         else:
             table, target = element
             arr, addr, index = self.element(table, [phi], it)
@@ -226,10 +238,16 @@ class Loops:
             ast.copy_location(n, st.iter)
         self.range_loop(loop, loop.iter, element=(table, st.target))
 
-    def opaque_loop(self, st: ast.For, lv: Any) -> None:
+    def opaque_loop(self, st: ast.For, lv: Any, why: str) -> None:
         b = self.b
         what = f"for ... in {self.loc(st.iter)[1]}"
-        self.unsupported(st.iter, "iteration", what, "loop over something that is not a range")
+        self.unsupported(
+            st.iter,
+            "iteration",
+            what,
+            why,
+            "its trip count and its elements are treated as varying and unknown",
+        )
         it_v = [lv] if isinstance(lv, Value) else [lv.base] if isinstance(lv, ArrayRef) else []
         header = b.block()
         self.jump(header, st.iter)
@@ -271,12 +289,12 @@ class Loops:
 
     def _s_Break(self, st) -> None:
         if not self.frame.loops:
-            self.unsupported(st, "break", None, "break outside a loop")
+            self.unsupported(st, "break", None, "`break` outside a loop", "it is skipped")
             return
         self.jump(self.frame.loops[-1][1], st)
 
     def _s_Continue(self, st) -> None:
         if not self.frame.loops:
-            self.unsupported(st, "continue", None, "continue outside a loop")
+            self.unsupported(st, "continue", None, "`continue` outside a loop", "it is skipped")
             return
         self.jump(self.frame.loops[-1][0], st)

@@ -17,6 +17,7 @@ from typing import Any
 
 from tolk_lint import budget
 from tolk_lint.frontends.python.lower.values import ArrayRef, GlobalRef, PyConst, QualRef, TupleLV
+from tolk_lint.ir.nodes import Value
 from tolk_lint.ir.opcodes import Opcode as O
 
 
@@ -30,7 +31,9 @@ class Statements:
                 return
             m = getattr(self, "_s_" + type(st).__name__, None)
             if m is None:
-                self.unsupported(st, type(st).__name__, None, "statement")
+                self.unsupported(
+                    st, type(st).__name__, None, f"a `{type(st).__name__}` statement", "it is skipped"
+                )
                 continue
             m(st)
 
@@ -81,12 +84,24 @@ class Statements:
             new = self.binop(type(st.op), cur, self.expr(st.value), st)
             self.bind(self.frame.var(t.id), new, st)
             return
+        if (
+            isinstance(t, ast.Subscript)
+            and isinstance(t.slice, ast.Constant)
+            and isinstance(t.slice.value, str)
+        ):
+            self.field_store(t.value, t.slice.value, self.expr(st.value), t, st, type(st.op))
+            return
+        if isinstance(t, ast.Attribute):
+            self.field_store(t.value, t.attr, self.expr(st.value), t, st, type(st.op))
+            return
         if isinstance(t, ast.Subscript):
             base = self.expr(t.value)
             if isinstance(base, GlobalRef):
                 base = self.global_array(base, t)
             if not isinstance(base, ArrayRef):
-                self.opaque(st, "subscript-store", None, "store into something that is not an array")
+                self.opaque(
+                    st, "subscript-store", None, "store into something that is not an array", args=[base]
+                )
                 return
             acc = self.access(base, t.slice, t)
             if acc is None or isinstance(acc, ArrayRef):
@@ -100,7 +115,8 @@ class Statements:
             if arr.param is not None:
                 arr.param.written = True
             return
-        self.opaque(st, "attribute-store", None, "store to an attribute")
+        self.opaque(st, "attribute-store", None, "an augmented store to this target",
+                    assumed="it is treated as a write to unknown memory")  # fmt: skip
 
     def assign(self, target: ast.expr, lv: Any, st: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -108,7 +124,13 @@ class Statements:
             self.bind(f.var(target.id), lv, st, single=target.id not in f.fi.multi)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
-                self.unsupported(target, "starred", None, "starred assignment")
+                self.unsupported(
+                    target,
+                    "starred",
+                    None,
+                    "a starred assignment",
+                    "the values are treated as varying and unknown",
+                )
                 for e in target.elts:
                     inner = e.value if isinstance(e, ast.Starred) else e
                     self.assign(inner, self.opaque(st, "starred", None, "starred assignment"), st)
@@ -116,20 +138,42 @@ class Statements:
             items = self.items(lv, len(target.elts), st)
             for t, item in zip(target.elts, items):
                 self.assign(t, item, st)
+        elif (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+        ):
+            self.field_store(target.value, target.slice.value, lv, target, st)
         elif isinstance(target, ast.Subscript):
             base = self.expr(target.value)
             if isinstance(base, GlobalRef):
                 base = self.global_array(base, target)
             if not isinstance(base, ArrayRef):
                 self.opaque(
-                    st, "subscript-store", None, "store into something that is not an array", args=[lv]
+                    st, "subscript-store", None, "store into something that is not an array", args=[lv, base]
                 )
                 return
             self.store(base, target.slice, lv, target, st)
         elif isinstance(target, ast.Starred):
             self.assign(target.value, lv, st)
+        elif isinstance(target, ast.Attribute):
+            self.field_store(target.value, target.attr, lv, target, st)
         else:
-            self.opaque(st, "attribute-store", None, "store to an attribute")
+            args = [lv] if isinstance(lv, Value) else []
+            why, assumed = "a store to this target", "it is treated as a write to unknown memory"
+            self.opaque(st, "attribute-store", None, why, args=args, assumed=assumed)
+
+    def flat_items(self, lv: Any) -> list | None:
+        """The scalars of a (nested) tuple, or None for anything else."""
+        if isinstance(lv, PyConst) and isinstance(lv.value, tuple):
+            lv = TupleLV([PyConst(x) for x in lv.value])
+        if not isinstance(lv, TupleLV):
+            return None
+        out: list = []
+        for x in lv.items:
+            sub = self.flat_items(x)
+            out.extend(sub if sub is not None else [x])
+        return out
 
     def items(self, lv: Any, n: int, node) -> list:
         if isinstance(lv, TupleLV) and len(lv.items) == n:
@@ -171,7 +215,8 @@ class Statements:
             args = []
             if lv is not None:
                 f.has_value = True
-                args = [self.val(lv, st)]
+                items = self.flat_items(lv)
+                args = [self.val(x, st) for x in items] if items is not None else [self.val(lv, st)]
             span, text = self.loc(st)
             self.b.ret(args, span=span, origin=self._origin(span), text=text)
             return
@@ -199,22 +244,27 @@ class Statements:
         f = self.frame
         for a in st.names:
             if a.name == "*" or st.level:
-                self.unsupported(st, "import", None, "relative or star import")
+                self.unsupported(
+                    st, "import", None, "a relative or star import", "the names it brings in are unknown"
+                )
                 continue
             q = f"{st.module}.{a.name}" if st.module else a.name
             self.statics[f.var(a.asname or a.name)] = self.qual_value(q, st)
 
     def _s_FunctionDef(self, st) -> None:
-        self.unsupported(st, "nested-def", f"def {st.name}", "a function defined inside a kernel")
+        self.unsupported(st, "nested-def", f"def {st.name}", "a function defined inside a kernel",
+                         "its calls are treated as varying and unknown")  # fmt: skip
         self.statics[self.frame.var(st.name)] = GlobalRef(st.name, "nested function")
 
     _s_AsyncFunctionDef = _s_FunctionDef
 
     def _s_ClassDef(self, st) -> None:
-        self.unsupported(st, "class", f"class {st.name}", "a class defined inside a kernel")
+        self.unsupported(st, "class", f"class {st.name}", "a class defined inside a kernel", "it is skipped")
 
     def _s_With(self, st: ast.With) -> None:
-        self.unsupported(st, "with", "with", "a with statement")
+        self.unsupported(
+            st, "with", "with", "a with statement", "its body is lowered as if the `with` were not there"
+        )
         for item in st.items:
             lv = self.expr(item.context_expr)
             if item.optional_vars is not None:
@@ -226,7 +276,13 @@ class Statements:
         self.suite(st.body)
 
     def _s_Try(self, st: ast.Try) -> None:
-        self.unsupported(st, "try", "try", "exception handling")
+        self.unsupported(
+            st,
+            "try",
+            "try",
+            "exception handling",
+            "its body is lowered as if it cannot raise; the handlers are skipped",
+        )
         self.suite(st.body)
         if st.orelse and not self.b.terminated() and not self.dead():
             self.suite(st.orelse)

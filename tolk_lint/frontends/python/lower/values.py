@@ -47,9 +47,12 @@ class TupleLV:
 
 class ArrayRef:
     """An array: a parameter, a buffer, or a view of one (fixed leading
-    indices ``prefix``; ``offsets`` added to the indices of sliced dims)."""
+    indices ``prefix``; a sliced dim ``d`` reads index ``offsets[d] +
+    strides[d] * i`` of the array, a missing entry being 0 and 1)."""
 
-    __slots__ = ("base", "dtype", "key", "name", "ndim", "offsets", "param", "prefix", "shape", "space")
+    __slots__ = (
+        "base", "dtype", "key", "name", "ndim", "offsets", "param", "prefix", "shape", "space", "strides"
+    )  # fmt: skip
 
     def __init__(self, name, space, dtype, base, shape, ndim, param=None, key=None):
         self.name = name
@@ -60,6 +63,7 @@ class ArrayRef:
         self.ndim = ndim
         self.prefix: tuple = ()
         self.offsets: dict[int, Value] = {}
+        self.strides: dict[int, Any] = {}
         self.param = param
         self.key = key or name
 
@@ -69,6 +73,7 @@ class ArrayRef:
         )
         a.prefix = self.prefix
         a.offsets = dict(self.offsets)
+        a.strides = dict(self.strides)
         return a
 
     @property
