@@ -18,6 +18,7 @@ for it). SARIF upload has no such cap.
 
 from __future__ import annotations
 
+from tolk_lint.copies import also_at_text
 from tolk_lint.diagnostics import Diagnostic
 from tolk_lint.engine import LintResult
 from tolk_lint.outputs import relative_path, repo_root
@@ -43,6 +44,9 @@ def _message(d: Diagnostic) -> str:
         loc = r.origin.outermost() if r.origin is not None else None
         where = f"{loc.path}:{loc.line}" if loc else (f"{r.span.path}:{r.span.line}" if r.span else "")
         lines.append(f"  = note: {where + ': ' if where else ''}{r.message}")
+    also = also_at_text(d)
+    if also:
+        lines.append(f"  = note: {also}")
     if d.witness:
         desc = d.witness.get("description") or ", ".join(f"{k} = {v}" for k, v in d.witness.items())
         lines.append(f"  = witness: {desc}")

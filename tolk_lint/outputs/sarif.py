@@ -124,6 +124,9 @@ def _related(d: Diagnostic, loc: _Locations) -> list[dict[str, Any]]:
             add(loc.span(r.span), r.message)
         else:
             add(None, r.message)
+    for line in d.data.get("also_at", ()) if d.data else ():
+        add(loc.span(Span(d.span.path, line, 1, line, 2)),
+            f"the same finding at PTX line {line} (a copy of the same source line)")
     return out
 
 
