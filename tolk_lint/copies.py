@@ -6,7 +6,8 @@ function called in a loop, a template instantiated twice in one kernel): one
 ``bar.sync`` lines of PTX, and each would be its own TL101 with its own
 witness. `merge_copies` keeps the first (the lowest PTX line) of the
 findings of one code in one kernel whose ``.loc`` origins are the same
-source line (with the same chain of inlined calls), and lists the PTX lines
+source line (with the same chain of inlined calls) and that name the same
+shared array (``data["buffer"]``, when they name one), and lists the PTX lines
 of the others in its ``data["also_at"]``; the text, GitHub and SARIF outputs
 show them as "also at PTX lines ...".
 
@@ -29,7 +30,8 @@ def _key(d: Diagnostic) -> tuple | None:
     chain = tuple((o.path, o.line) for o in d.origin.chain())
     if chain[0][0] == d.span.path:  # the origin is the linted file itself: no copies to speak of
         return None
-    return (d.code, d.kernel, d.span.path, chain)
+    buffer = d.data.get("buffer") if d.data else None  # `sA[i] * sB[i]`: two arrays, two findings
+    return (d.code, d.kernel, d.span.path, chain, str(buffer))
 
 
 def merge_copies(diags: list[Diagnostic]) -> list[Diagnostic]:

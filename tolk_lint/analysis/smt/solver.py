@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint import budget
@@ -83,9 +83,23 @@ def z3mod():
 
 @dataclass
 class Verdict:
+    """A solver's answer. ``model`` is the model of a SAT answer, made small
+    (`shrink`) the first time it is read when the verdict holds its
+    ``solver``: most SAT answers only decide, and never show a witness."""
+
     status: str  # "unsat" | "sat" | "unknown"
-    model: Any = None
+    first_model: Any = None
     reason: str = ""
+    solver: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def model(self):
+        if self.solver is not None:
+            from tolk_lint.analysis.smt.shrink import shrink
+
+            s, self.solver = self.solver, None
+            self.first_model = shrink(_z3, s, self.first_model)
+        return self.first_model
 
 
 def check_within_budget(s):
@@ -132,6 +146,6 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
         return Verdict("unsat")
     if r == z3.sat:
         STATS["sat"] += 1
-        return Verdict("sat", s.model())
+        return Verdict("sat", s.model(), solver=s)
     STATS["unknown"] += 1
     return Verdict("unknown", reason=reason or "resource limit")
