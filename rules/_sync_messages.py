@@ -98,19 +98,30 @@ def _toolkit(path: str) -> bool:
 
 
 def chain(reasons: list[Reason]) -> list[Related]:
-    """The reason chain as notes: `i` is computed from `tid.x`, ..."""
+    """The reason chain as notes: `i` is computed from `tid.x`, ...
+
+    It never loops: a step between two values of one name (`%r17` computed
+    from `%r17`: PTX reuses a register across a loop's trips, and Numba
+    names a load and its address by the same source text `a[i]`) says
+    nothing and is left out, and so is a note the chain already holds."""
     out = []
+    said: set[str] = set()
     for r in reasons:
         ins = r.instr
         if ins is None:
-            out.append(Related(r.message))
-            continue
-        if r.source is not None and ins.results:
-            msg = f"{describe(ins.results[0])} is {r.message}" if r.message.startswith(
-                ("computed", "loaded", "merged", "read", "carried")) else f"{describe(ins.results[0])}: {r.message}"
+            msg = r.message
+        elif r.source is not None and ins.results:
+            subject = describe(ins.results[0])
+            if subject == describe(r.source):
+                continue
+            msg = f"{subject} is {r.message}" if r.message.startswith(
+                ("computed", "loaded", "merged", "read", "carried")) else f"{subject}: {r.message}"
         else:
             msg = r.message
-        out.append(Related(msg, ins.span, ins.origin))
+        if msg in said:
+            continue
+        said.add(msg)
+        out.append(Related(msg, ins.span, ins.origin) if ins is not None else Related(msg))
     return out
 
 
