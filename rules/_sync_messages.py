@@ -4,12 +4,10 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
-import re
-
 from tolk_lint.analysis.placements import Placement
 from tolk_lint.analysis.uniform import describe  # noqa: F401 (re-exported)
 from tolk_lint.analysis.uniformity_info import Reason  # noqa: F401 (re-exported)
-from tolk_lint.diagnostics import Diagnostic, Related
+from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
@@ -85,16 +83,8 @@ def _frame(o: Origin | None) -> Origin | None:
     return None if o is None else Origin(o.path, o.line, o.column)
 
 
-# Files of the CUDA toolkit and its libraries: a collective's report goes to
-# the user's line that reaches them, not into the headers.
-_TOOLKIT = re.compile(r"/cuda[^/]*/(bin/\.\./)?(targets/[^/]+/)?include/"
-                      r"|(^|/)(cub|thrust|cuda|cccl|cooperative_groups|crt)/([^/]+/)*[^/]+\.(h|hpp|cuh|inl)$"
-                      r"|(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|cooperative_groups"
-                      r"|cuda_fp16|cuda_bf16|mma)[^/]*\.(h|hpp)$")  # fmt: skip
-
-
 def _toolkit(path: str) -> bool:
-    return bool(_TOOLKIT.search(path.replace("\\", "/")))
+    return is_toolkit_path(path)
 
 
 def chain(reasons: list[Reason]) -> list[Related]:
