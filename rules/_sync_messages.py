@@ -4,6 +4,8 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
+import os
+
 from tolk_lint.analysis.placements import Placement
 from tolk_lint.analysis.uniform import describe  # noqa: F401 (re-exported)
 from tolk_lint.analysis.uniformity_info import Reason  # noqa: F401 (re-exported)
@@ -23,11 +25,17 @@ def op_text(ins: Instr) -> str:
 
 
 def where(ins: Instr | None) -> str:
+    """``line 12`` of a Python kernel; for PTX, which file's: ``line 12 of
+    k.cu`` (its ``.loc``) or ``PTX line 57``."""
     if ins is None or ins.span is None:
         return "?"
     if ins.origin is not None:
         o = ins.origin.outermost()
+        if o.path != ins.span.path:
+            return f"line {o.line} of {os.path.basename(o.path)}"
         return f"line {o.line}"
+    if ins.span.path.endswith(".ptx"):
+        return f"PTX line {ins.span.line}"
     return f"line {ins.span.line}"
 
 
