@@ -190,6 +190,9 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
 
 def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
     """The rules' findings on ``k`` under the launch it has now."""
+    from tolk_lint.analysis.smt.solver import fresh_witnesses  # does not import z3
+
+    fresh_witnesses()
     out: list[Diagnostic] = []
     ctx = RuleContext(module, k, settings, kernel_target(k, module, settings), relint=_relinter(module, settings))
     for n, rule in enumerate(rules):

@@ -17,7 +17,9 @@ are kept; only bounds are added), so callers that read other terms from the
 model (which accesses race, which bytes) are answered as before. It costs at
 most `MAX_QUERIES` further checks, each under `SHRINK_RLIMIT` (deterministic,
 like every query), and stops early when the lint's budget runs out, keeping
-the smallest model found so far.
+the smallest model found so far. A kernel gets at most
+`solver.MAX_SHRINKS` small witnesses (the first asked for, in the
+analyses' deterministic order); later ones are Z3's first models.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from typing import Any
 
 from tolk_lint import budget
 
-MAX_QUERIES = 16
-SHRINK_RLIMIT = 2_000_000
+MAX_QUERIES = 12
+SHRINK_RLIMIT = 400_000
 _PREFIXES = ("ntid.", "tid.", "k_", "g_", "s_", "param:")
 
 
@@ -92,9 +94,10 @@ def _pin_order(x) -> tuple:
     return (group, name.startswith("tid."), name)
 
 
-def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT):
+def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
     """A model of ``solver``'s assertions whose witness symbols are small
-    (``model`` itself when none smaller is found)."""
+    (``model`` itself when none smaller is found); with ``keep``, of those
+    too (each holds in ``model``)."""
     try:
         syms = witness_symbols(z3, solver.assertions())
     except z3.Z3Exception:
@@ -109,7 +112,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT):
         asked += 1
         solver.push()
         try:
-            solver.add(*extra)
+            solver.add(*keep, *extra)
             solver.set("rlimit", rlimit)
             budget.check("making a witness small")
             left = budget.remaining_seconds()
@@ -131,7 +134,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT):
                 hi = 1
             else:
                 lo = 1
-            while hi - lo > 1 and asked < MAX_QUERIES // 2:
+            while hi - lo > 1 and asked < MAX_QUERIES * 2 // 3:
                 mid = (lo + hi) // 2 if hi <= 4 * max(lo, 1) else int((max(lo, 1) * hi) ** 0.5)
                 mid = min(max(mid, lo + 1), hi - 1)
                 if ask(*[_within(z3, x, mid) for x in syms]):

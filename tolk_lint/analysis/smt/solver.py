@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tolk_lint.analysis.smt.encoder import Encoder
 
 DEFAULT_RLIMIT = 10_000_000
+MAX_SHRINKS = 24  # witnesses made small per kernel (each costs a few more checks: `shrink`)
 
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
@@ -62,8 +63,15 @@ def fresh_context() -> None:
     a kernel's witnesses would otherwise depend on the kernels and files
     linted before it in the same process (a parallel run, the language
     server). The old context is freed with the last term that uses it."""
+    _local.shrinks = MAX_SHRINKS
     if _z3 is not None:
         _local.ctx = None
+
+
+def fresh_witnesses() -> None:
+    """Give the lint run that starts now (one per launch shape) its
+    `MAX_SHRINKS` small witnesses."""
+    _local.shrinks = MAX_SHRINKS
 
 
 def z3mod():
@@ -83,23 +91,36 @@ def z3mod():
 
 @dataclass
 class Verdict:
-    """A solver's answer. ``model`` is the model of a SAT answer, made small
-    (`shrink`) the first time it is read when the verdict holds its
-    ``solver``: most SAT answers only decide, and never show a witness."""
+    """A solver's answer: ``model`` is Z3's first model of a SAT answer (what
+    the analyses decide with); `small_model` is one with small threads,
+    trips and inputs (`shrink`), for the witness a person reads. It holds the
+    ``solver`` until then, and asks it again only when a witness is shown."""
 
     status: str  # "unsat" | "sat" | "unknown"
-    first_model: Any = None
+    model: Any = None
     reason: str = ""
     solver: Any = field(default=None, repr=False, compare=False)
+    _small: dict = field(default_factory=dict, repr=False, compare=False)
 
-    @property
-    def model(self):
-        if self.solver is not None:
+    def small_model(self, *keep):
+        """A model as small as `shrink` finds, of the assertions and ``keep``
+        (a disjunct the witness is for); the first model without a solver."""
+        if self.solver is None or self.model is None:
+            return self.model
+        key = tuple(k.get_id() for k in keep)
+        got = self._small.get(key)
+        if got is None:
+            left = getattr(_local, "shrinks", MAX_SHRINKS)
+            if left <= 0:
+                return self.model  # the kernel's witnesses past the first few stay as Z3 gave them
+            _local.shrinks = left - 1
             from tolk_lint.analysis.smt.shrink import shrink
 
-            s, self.solver = self.solver, None
-            self.first_model = shrink(_z3, s, self.first_model)
-        return self.first_model
+            base = self.model
+            if keep and not all(_z3.is_true(base.eval(k, model_completion=True)) for k in keep):
+                return base  # not a model of the disjunct: nothing to start from
+            got = self._small[key] = shrink(_z3, self.solver, base, keep=keep)
+        return got
 
 
 def check_within_budget(s):
