@@ -246,5 +246,6 @@ def test_merge_copies_keeps_findings_without_an_origin_and_different_arrays():
                           data={"buffer": buffer} if buffer else {})  # fmt: skip
 
     out = merge_copies([d(30, "sA"), d(10, "sA"), d(20, "sB"), d(40, origin=False), d(50, origin=False)])
-    assert [(x.span.line, x.data.get("also_at")) for x in out] == [(10, [30]), (20, None), (40, None), (50, None)]
+    got = [(x.span.line, x.data.get("also_at")) for x in out]
+    assert got == [(10, [30]), (20, None), (40, None), (50, None)]
     assert json.dumps(out[0].to_json())  # also_at is plain JSON

@@ -65,7 +65,8 @@ def annotation(d: Diagnostic, root: str) -> str:
             props.insert(2, f"col={src[2]}")
         title = f"{d.code} {d.name}".strip()
         props.append(f"title={escape_property(title)}")
-        message = _message(d) + f"\n  = linted at: {relative_path(s.path, root) or s.path}:{s.line}:{s.column} (PTX)"
+        linted = relative_path(s.path, root) or s.path
+        message = _message(d) + f"\n  = linted at: {linted}:{s.line}:{s.column} (PTX)"
         return f"::{LEVELS[d.severity.value]} {','.join(props)}::{escape_data(message)}"
     path = relative_path(s.path, root) or s.path
     end_line = s.end_line or s.line
