@@ -72,7 +72,7 @@ matmul[grid, (TPB, TPB)](a, b, c)   # a call site in the same module
 
 ## How to fix
 Say how the kernel is launched: a call site in the same module
-(`kernel[grid, (16, 16)](...)`, or a host launch `kernel<<<grid,
+(`kernel[grid, (16, 16)](a, b)`, or a host launch `kernel<<<grid,
 dim3(16, 16)>>>` in the CUDA source), a `tolk: launch block=(16,16,1)`
 comment above the kernel (Python, CUDA C or PTX), an entry
 `kernel = [16, 16, 1]` in `[tool.tolk-lint.launch]`, or `--block`. In CUDA C,
