@@ -4,12 +4,12 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
-import re
+import os
 
 from tolk_lint.analysis.placements import Placement
 from tolk_lint.analysis.uniform import describe  # noqa: F401 (re-exported)
 from tolk_lint.analysis.uniformity_info import Reason  # noqa: F401 (re-exported)
-from tolk_lint.diagnostics import Diagnostic, Related
+from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
@@ -25,11 +25,17 @@ def op_text(ins: Instr) -> str:
 
 
 def where(ins: Instr | None) -> str:
+    """``line 12`` of a Python kernel; for PTX, which file's: ``line 12 of
+    k.cu`` (its ``.loc``) or ``PTX line 57``."""
     if ins is None or ins.span is None:
         return "?"
     if ins.origin is not None:
         o = ins.origin.outermost()
+        if o.path != ins.span.path:
+            return f"line {o.line} of {os.path.basename(o.path)}"
         return f"line {o.line}"
+    if ins.span.path.endswith(".ptx"):
+        return f"PTX line {ins.span.line}"
     return f"line {ins.span.line}"
 
 
@@ -85,32 +91,35 @@ def _frame(o: Origin | None) -> Origin | None:
     return None if o is None else Origin(o.path, o.line, o.column)
 
 
-# Files of the CUDA toolkit and its libraries: a collective's report goes to
-# the user's line that reaches them, not into the headers.
-_TOOLKIT = re.compile(r"/cuda[^/]*/(bin/\.\./)?(targets/[^/]+/)?include/"
-                      r"|(^|/)(cub|thrust|cuda|cccl|cooperative_groups|crt)/([^/]+/)*[^/]+\.(h|hpp|cuh|inl)$"
-                      r"|(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|cooperative_groups"
-                      r"|cuda_fp16|cuda_bf16|mma)[^/]*\.(h|hpp)$")  # fmt: skip
-
-
 def _toolkit(path: str) -> bool:
-    return bool(_TOOLKIT.search(path.replace("\\", "/")))
+    return is_toolkit_path(path)
 
 
 def chain(reasons: list[Reason]) -> list[Related]:
-    """The reason chain as notes: `i` is computed from `tid.x`, ..."""
+    """The reason chain as notes: `i` is computed from `tid.x`, ...
+
+    It never loops: a step between two values of one name (`%r17` computed
+    from `%r17`: PTX reuses a register across a loop's trips, and Numba
+    names a load and its address by the same source text `a[i]`) says
+    nothing and is left out, and so is a note the chain already holds."""
     out = []
+    said: set[str] = set()
     for r in reasons:
         ins = r.instr
         if ins is None:
-            out.append(Related(r.message))
-            continue
-        if r.source is not None and ins.results:
-            msg = f"{describe(ins.results[0])} is {r.message}" if r.message.startswith(
-                ("computed", "loaded", "merged", "read", "carried")) else f"{describe(ins.results[0])}: {r.message}"
+            msg = r.message
+        elif r.source is not None and ins.results:
+            subject = describe(ins.results[0])
+            if subject == describe(r.source):
+                continue
+            msg = f"{subject} is {r.message}" if r.message.startswith(
+                ("computed", "loaded", "merged", "read", "carried")) else f"{subject}: {r.message}"
         else:
             msg = r.message
-        out.append(Related(msg, ins.span, ins.origin))
+        if msg in said:
+            continue
+        said.add(msg)
+        out.append(Related(msg, ins.span, ins.origin) if ins is not None else Related(msg))
     return out
 
 

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
 from tolk_lint.diagnostics import Related, Severity
+from tolk_lint.launch.choose import shared_declaration
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
 
@@ -175,7 +176,8 @@ class SharedOutOfBounds(Rule):
                 msg += f" (assuming {f.assumed}; pass --block to give the exact shape)"
             related = []
             if buf is not None and (buf.span is not None or buf.origin is not None):
-                related.append(Related(f"`{name}` is declared here", buf.span, buf.origin))
+                declared = shared_declaration(ctx.module, ctx.kernel, name) if acc.space == "shared" else None
+                related.append(Related(f"`{name}` is declared here", buf.span, declared or buf.origin))
             data = {"buffer": name, "space": acc.space, "solver": f.solver}
             if f.assumed:
                 data["assumed"] = f.assumed

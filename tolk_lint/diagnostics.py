@@ -13,6 +13,7 @@ Fixes follow ruff: a list of non-overlapping text edits plus an
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,31 @@ class Related:
             "column": self.span.column if self.span else None,
             "message": self.message,
         }
+
+
+# Files of the CUDA toolkit and its libraries: a report goes to the user's
+# line that reaches them, not into the headers.
+_TOOLKIT = re.compile(r"/cuda[^/]*/(bin/\.\./)?(targets/[^/]+/)?include/"
+                      r"|(^|/)(cub|thrust|cuda|cccl|cooperative_groups|crt)/([^/]+/)*[^/]+\.(h|hpp|cuh|inl)$"
+                      r"|(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|cooperative_groups"
+                      r"|cuda_fp16|cuda_bf16|mma)[^/]*\.(h|hpp)$")  # fmt: skip
+
+
+def is_toolkit_path(path: str) -> bool:
+    """A header of the CUDA toolkit or its libraries (cub, thrust, libcu++, cooperative groups)."""
+    return bool(_TOOLKIT.search(path.replace("\\", "/")))
+
+
+def user_frame(origin: Origin | None) -> Origin | None:
+    """The frame of an origin chain a person reads: the outermost (the
+    kernel's line that reaches the op), or, when that is a toolkit header,
+    the innermost of the user's own; None when every frame is the toolkit's."""
+    if origin is None:
+        return None
+    frames = origin.chain()
+    if not is_toolkit_path(frames[-1].path):
+        return frames[-1]
+    return next((f for f in frames if not is_toolkit_path(f.path)), None)
 
 
 # Codes that mean a file or a kernel was not (completely) analysed: a parse

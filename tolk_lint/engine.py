@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from tolk_lint import budget
 from tolk_lint.config import DEFAULT_SETTINGS, Settings
+from tolk_lint.copies import merge_copies
 from tolk_lint.deep import run_deep
 from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity, internal_error
 from tolk_lint.diagnostics import REPORT_REQUEST as REPORT_REQUEST  # the line every TL004 ends with
@@ -189,6 +190,9 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
 
 def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
     """The rules' findings on ``k`` under the launch it has now."""
+    from tolk_lint.analysis.smt.solver import fresh_witnesses  # does not import z3
+
+    fresh_witnesses()
     out: list[Diagnostic] = []
     ctx = RuleContext(module, k, settings, kernel_target(k, module, settings), relint=_relinter(module, settings))
     for n, rule in enumerate(rules):
@@ -602,6 +606,7 @@ def _lint_text(
 
     kept, suppressed = apply_suppressions(diags, module, settings)
     kept = [d for d in kept if d.code in NOT_ANALYSED or selected(d.code, settings.effective_select, settings.ignore)]
+    kept = merge_copies(kept)  # one finding per source line and rule, after the noqa of each copy
     kept.sort(key=Diagnostic.sort_key)
     return LintResult(path, module, kept, suppressed)
 

@@ -174,3 +174,29 @@ def definition_origin(module: Module, k: Kernel) -> Origin | None:
             if kd.parts[-len(entry.parts) :] == entry.parts[-len(kd.parts) :] and kd.name == entry.name:
                 return Origin(src.path, kd.name_line)
     return None
+
+
+def shared_declaration(module: Module, k: Kernel, name: str) -> Origin | None:
+    """Where the CUDA source declares the ``__shared__`` array ``name`` (its
+    C name: ``tile`` for ``_ZZ3oobPfPKfE4tile``) of the PTX entry ``k``: the
+    first ``__shared__`` declaration of that name in the kernel's body (from
+    the line of its name to the next kernel's), else one at file scope. The
+    PTX has no ``.loc`` for a ``.shared`` variable, so without this the
+    declaration could only be placed at the kernel's signature."""
+    import re
+
+    if module.language != "ptx" or not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return None
+    decl = re.compile(rf"\b__shared__\b[^;{{}}]*?\b({name})\s*\[")
+    entry = read_entry(k.name)
+    for src in cuda_sources(module):
+        starts = sorted(kd.name_line for kd in src.kernels)
+        mine = [kd.name_line for kd in src.kernels
+                if kd.name == entry.name and kd.parts[-len(entry.parts):] == entry.parts[-len(kd.parts):]]  # fmt: skip
+        spans = [(s, next((t for t in starts if t > s), len(src.lines) + 1)) for s in mine]
+        for lo, hi in spans + [(1, len(src.lines) + 1)]:
+            for n in range(lo, hi):
+                m = decl.search(src.lines[n - 1])
+                if m:
+                    return Origin(src.path, n, m.start(1) + 1)
+    return None

@@ -62,3 +62,20 @@ def relative_path(path: str, root: str) -> str | None:
     if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
         return None
     return rel.replace(os.sep, "/")
+
+
+def source_location(d):
+    """Where an annotation of ``d`` lands when it comes from PTX with line
+    info: ``(path, line, column)`` of the user's own source line (`user_frame`:
+    toolkit headers are skipped; they stay related locations), when that file
+    exists; None otherwise (the linted position stands)."""
+    from tolk_lint.diagnostics import user_frame
+    from tolk_lint.suppress import origin_path
+
+    f = user_frame(d.origin)
+    if f is None or f.line < 1:
+        return None
+    path = origin_path(d.span.path, f.path)
+    if not os.path.isfile(path) or os.path.abspath(path) == os.path.abspath(d.span.path):
+        return None
+    return path, f.line, f.column or 0

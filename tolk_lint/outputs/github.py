@@ -18,9 +18,10 @@ for it). SARIF upload has no such cap.
 
 from __future__ import annotations
 
+from tolk_lint.copies import also_at_text
 from tolk_lint.diagnostics import Diagnostic
 from tolk_lint.engine import LintResult
-from tolk_lint.outputs import relative_path, repo_root
+from tolk_lint.outputs import relative_path, repo_root, source_location
 
 LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 PER_STEP = 10  # annotations of each kind GitHub shows per step
@@ -43,6 +44,9 @@ def _message(d: Diagnostic) -> str:
         loc = r.origin.outermost() if r.origin is not None else None
         where = f"{loc.path}:{loc.line}" if loc else (f"{r.span.path}:{r.span.line}" if r.span else "")
         lines.append(f"  = note: {where + ': ' if where else ''}{r.message}")
+    also = also_at_text(d)
+    if also:
+        lines.append(f"  = note: {also}")
     if d.witness:
         desc = d.witness.get("description") or ", ".join(f"{k} = {v}" for k, v in d.witness.items())
         lines.append(f"  = witness: {desc}")
@@ -53,6 +57,17 @@ def _message(d: Diagnostic) -> str:
 
 def annotation(d: Diagnostic, root: str) -> str:
     s = d.span
+    src = source_location(d)
+    if src is not None:  # PTX with line info: on the user's CUDA C line (the PTX line is in the message)
+        path = relative_path(src[0], root) or src[0]
+        props = [f"file={escape_property(path)}", f"line={src[1]}", f"endLine={src[1]}"]
+        if src[2]:
+            props.insert(2, f"col={src[2]}")
+        title = f"{d.code} {d.name}".strip()
+        props.append(f"title={escape_property(title)}")
+        linted = relative_path(s.path, root) or s.path
+        message = _message(d) + f"\n  = linted at: {linted}:{s.line}:{s.column} (PTX)"
+        return f"::{LEVELS[d.severity.value]} {','.join(props)}::{escape_data(message)}"
     path = relative_path(s.path, root) or s.path
     end_line = s.end_line or s.line
     props = [f"file={escape_property(path)}", f"line={s.line}"]

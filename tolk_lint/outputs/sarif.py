@@ -31,7 +31,8 @@ from tolk_lint import __version__
 from tolk_lint.diagnostics import Diagnostic, Fix
 from tolk_lint.engine import LintResult
 from tolk_lint.ir.nodes import Origin, Span
-from tolk_lint.outputs import INFORMATION_URL, relative_path, repo_root, rule_markdown, rule_url, section
+from tolk_lint.outputs import (INFORMATION_URL, relative_path, repo_root, rule_markdown, rule_url, section,
+                               source_location)
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -103,7 +104,7 @@ class _Locations:
         return {"artifactLocation": self.artifact(origin_path(module_path, o.path)), "region": region}
 
 
-def _related(d: Diagnostic, loc: _Locations) -> list[dict[str, Any]]:
+def _related(d: Diagnostic, loc: _Locations, at_source: bool = False) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(physical: dict[str, Any] | None, message: str) -> None:
@@ -111,6 +112,9 @@ def _related(d: Diagnostic, loc: _Locations) -> list[dict[str, Any]]:
         if physical is not None:
             item["physicalLocation"] = physical
         out.append(item)
+
+    if at_source:  # the result is on the CUDA C line: the PTX instruction linted is related
+        add(loc.span(d.span), f"the PTX instruction linted (PTX line {d.span.line})")
 
     if d.origin is not None:
         chain = d.origin.chain()
@@ -124,6 +128,9 @@ def _related(d: Diagnostic, loc: _Locations) -> list[dict[str, Any]]:
             add(loc.span(r.span), r.message)
         else:
             add(None, r.message)
+    for line in d.data.get("also_at", ()) if d.data else ():
+        add(loc.span(Span(d.span.path, line, 1, line, 2)),
+            f"the same finding at PTX line {line} (a copy of the same source line)")
     return out
 
 
@@ -156,7 +163,15 @@ def _message(d: Diagnostic) -> str:
 def result_object(
     d: Diagnostic, rule_index: int, loc: _Locations, suppressed: bool = False
 ) -> dict[str, Any]:
-    location: dict[str, Any] = {"physicalLocation": loc.span(d.span)}
+    src = source_location(d)
+    if src is not None:
+        region: dict[str, Any] = {"startLine": src[1]}
+        if src[2]:
+            region["startColumn"] = src[2]
+        physical = {"artifactLocation": loc.artifact(src[0]), "region": region}
+    else:
+        physical = loc.span(d.span)
+    location: dict[str, Any] = {"physicalLocation": physical}
     if d.kernel:
         location["logicalLocations"] = [{"name": d.kernel, "kind": "function"}]
     res: dict[str, Any] = {
@@ -166,7 +181,7 @@ def result_object(
         "message": {"text": _message(d)},
         "locations": [location],
     }
-    related = _related(d, loc)
+    related = _related(d, loc, at_source=src is not None)
     if related:
         res["relatedLocations"] = related
     if d.fix is not None and d.fix.edits:

@@ -13,6 +13,7 @@ import os
 from collections import Counter
 from typing import TextIO
 
+from tolk_lint.copies import also_at_text
 from tolk_lint.diagnostics import Applicability, Diagnostic
 from tolk_lint.engine import LintResult
 
@@ -86,6 +87,9 @@ def render_one(d: Diagnostic, source_lines: list[str], color: bool = False, supp
         loc = r.origin.outermost() if r.origin is not None else None
         where = f"{loc.path}:{loc.line}" if loc else (f"{r.span.path}:{r.span.line}" if r.span else "")
         out.append(f"  = note: {where + ': ' if where else ''}{r.message}")
+    also = also_at_text(d)
+    if also:
+        out.append(f"  = note: {also}")
     if d.witness:
         desc = d.witness.get("description") or ", ".join(f"{k} = {v}" for k, v in d.witness.items())
         out.append(f"  = witness: {desc}")

@@ -93,6 +93,13 @@ def pretty_buffer(name: str | None) -> str:
             m2 = re.match(r"E(\d+)(\w+)", rest)
             if m2:
                 return m2.group(2)[: int(m2.group(1))]
+    if name.startswith("_ZZ"):  # `_ZZ3oobPfPKfE4tile`: the kernel's parameter types come before the `E`
+        for m3 in reversed(list(re.finditer(r"E(\d+)", name))):
+            tail = name[m3.end():]
+            local = tail[: int(m3.group(1))]
+            if len(local) == int(m3.group(1)) and re.fullmatch(r"[A-Za-z_]\w*", local) \
+                    and re.fullmatch(r"(?:_\d*_?)?", tail[len(local):]):  # fmt: skip
+                return local
     return name
 
 

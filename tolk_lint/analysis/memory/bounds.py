@@ -103,7 +103,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         if v.status == "unknown":
             out.append(OutOfBounds(acc, None, "", assumed, "unknown", goal))
             continue
-        m = v.model
+        m = v.small_model()  # the witness shown: small threads and inputs
         vals = [model_value(m, e) for e in detail_vals]
         if mf.k.language == "python" and acc.index is not None:
             detail = "index " + ", ".join(str(_signed(x, 64)) for x in vals)

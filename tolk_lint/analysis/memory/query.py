@@ -570,7 +570,7 @@ def solve_bv(enc, goal, rlimit: int, fallback: bool = True) -> smt.Verdict:
         return smt.Verdict("unsat")
     if r == z3.sat:
         smt.STATS["sat"] += 1
-        return smt.Verdict("sat", s.model())
+        return smt.Verdict("sat", s.model(), solver=s)
     if "resource" in (reason or "") or not fallback:
         smt.STATS["unknown"] += 1
         return smt.Verdict("unknown", reason="resource limit" if "resource" in (reason or "") else reason)

@@ -309,6 +309,9 @@ class RaceSearch:
 
         def record(it, status, model):
             self._kind_vec = it[1] if a.kind == "copy" else None
+            if callable(model):  # a small witness, only for a line pair not reported yet (one per finding)
+                ka, kb = self._line_key(a), self._line_key(it[0])
+                model = model() if not {(code, ka, kb), (code, kb, ka)} & self._found else model(raw=True)
             qx, tax, fax, itx = q, ta, fa, it
             if status == "sat" and q.enc.used_strides:
                 # found over counters whose products were abstracted: confirm
@@ -372,14 +375,14 @@ class RaceSearch:
                 # (a likely race: its own small query beats a round of the disjunction)
                 v = self.mf.solve(q, z3.And(*base, it[4]))
                 if v.status == "sat":
-                    record(it, "sat", v.model)
+                    record(it, "sat", _lazy(v))
                 elif v.status == "unknown":
                     record(it, "unknown", None)
                 continue
             fixed = [q.enc.linear(0) == h[0]] + ([] if same_thread else [q.enc.linear(1) == h[1]])
             v = self.mf.solve(q, z3.And(*base, *fixed, it[4]))
             if v.status == "sat":
-                record(it, "sat", v.model)
+                record(it, "sat", _lazy(v))
             else:
                 remaining.append(it)
         rounds = 0
@@ -400,7 +403,7 @@ class RaceSearch:
                         continue
                     v1 = self.mf.solve(q, z3.And(*base, it[4])) if len(remaining) > 1 else v
                     if v1.status == "sat":
-                        record(it, "sat", v1.model)
+                        record(it, "sat", _lazy(v1))
                     elif v1.status == "unknown":
                         record(it, "unknown", None)
                 break
@@ -408,8 +411,8 @@ class RaceSearch:
             hit = [it for it in remaining if z3.is_true(m.eval(it[4], model_completion=True))]
             if not hit:
                 hit = remaining[:1]
-            for it in hit:
-                record(it, "sat", m)
+            for n, it in enumerate(hit):  # the first few witnesses made small (each for its own pair)
+                record(it, "sat", _lazy(v, it[4]) if n < 4 else m)
             remaining = [it for it in remaining if it not in hit]
         return out
 
@@ -471,7 +474,7 @@ class RaceSearch:
             return "unsat"
         if v.status != "sat":
             return None
-        return q2, ta, fa, (b, vb, tb, fb, full, ov), v.model
+        return q2, ta, fa, (b, vb, tb, fb, full, ov), v.small_model()
 
     def _around_barriers(self, a: Access, va: Vec, b: Access, vb: Vec) -> bool:
         """Whether a barrier lies on some way into ``a`` or ``b`` from a phase
@@ -522,7 +525,7 @@ class RaceSearch:
             return None
         if v.status != "sat":
             return None
-        return race_finding(self.mf, a, ta, it[0], tb, r.code, q, "sat", walks, same_thread, v.model, fa=fa,
+        return race_finding(self.mf, a, ta, it[0], tb, r.code, q, "sat", walks, same_thread, v.small_model(), fa=fa,
                             fb=it[3], kind_vec=self._kind_vec)  # fmt: skip
 
     def _later_expr(self, q: Query, a: Access, ta: dict, b: Access, tb: dict):
@@ -542,3 +545,8 @@ def _pair_id(key: tuple) -> tuple:
     """A pair's key (`normalize`) by identity of its accesses and its trips."""
     a, va, b, vb = key
     return (id(a), vec_repr(va), id(b), vec_repr(vb))
+
+
+def _lazy(v, *keep):
+    """The verdict's model for `record`: small when called, the first with ``raw``."""
+    return lambda raw=False: v.model if raw else v.small_model(*keep)

@@ -362,6 +362,8 @@ class Encoder:
             p = self.shared(f"param:{name}", v.type)
             if self.python and not is_float(v.type) and v.type != "pred":
                 lo, hi = -(1 << 63), (1 << 63) - 1
+                if ".shape[" in name:  # an extent: never negative, and below 2**31 (what a witness may show)
+                    lo, hi = 0, (1 << 31) - 1
                 self.constraints.append(z3.And(p >= lo, p <= hi))
             return p
         if op is O.SPECIAL:

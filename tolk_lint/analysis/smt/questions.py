@@ -68,7 +68,7 @@ def _proof(verdict: Verdict, enc: Encoder, detail: str = "") -> Proof:
     if verdict.status == "unsat":
         return Proof("uniform", None, detail)
     if verdict.status == "sat":
-        return Proof("varying", witness_of(enc, verdict.model), detail)
+        return Proof("varying", witness_of(enc, verdict.small_model()), detail)
     return Proof("unknown", None, f"the solver gave up ({verdict.reason})")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint import budget
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tolk_lint.analysis.smt.encoder import Encoder
 
 DEFAULT_RLIMIT = 10_000_000
+MAX_SHRINKS = 24  # witnesses made small per kernel (each costs a few more checks: `shrink`)
 
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
@@ -62,8 +63,15 @@ def fresh_context() -> None:
     a kernel's witnesses would otherwise depend on the kernels and files
     linted before it in the same process (a parallel run, the language
     server). The old context is freed with the last term that uses it."""
+    _local.shrinks = MAX_SHRINKS
     if _z3 is not None:
         _local.ctx = None
+
+
+def fresh_witnesses() -> None:
+    """Give the lint run that starts now (one per launch shape) its
+    `MAX_SHRINKS` small witnesses."""
+    _local.shrinks = MAX_SHRINKS
 
 
 def z3mod():
@@ -83,9 +91,36 @@ def z3mod():
 
 @dataclass
 class Verdict:
+    """A solver's answer: ``model`` is Z3's first model of a SAT answer (what
+    the analyses decide with); `small_model` is one with small threads,
+    trips and inputs (`shrink`), for the witness a person reads. It holds the
+    ``solver`` until then, and asks it again only when a witness is shown."""
+
     status: str  # "unsat" | "sat" | "unknown"
     model: Any = None
     reason: str = ""
+    solver: Any = field(default=None, repr=False, compare=False)
+    _small: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def small_model(self, *keep):
+        """A model as small as `shrink` finds, of the assertions and ``keep``
+        (a disjunct the witness is for); the first model without a solver."""
+        if self.solver is None or self.model is None:
+            return self.model
+        key = tuple(k.get_id() for k in keep)
+        got = self._small.get(key)
+        if got is None:
+            left = getattr(_local, "shrinks", MAX_SHRINKS)
+            if left <= 0:
+                return self.model  # the kernel's witnesses past the first few stay as Z3 gave them
+            _local.shrinks = left - 1
+            from tolk_lint.analysis.smt.shrink import shrink
+
+            base = self.model
+            if keep and not all(_z3.is_true(base.eval(k, model_completion=True)) for k in keep):
+                return base  # not a model of the disjunct: nothing to start from
+            got = self._small[key] = shrink(_z3, self.solver, base, keep=keep)
+        return got
 
 
 def check_within_budget(s):
@@ -132,6 +167,6 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
         return Verdict("unsat")
     if r == z3.sat:
         STATS["sat"] += 1
-        return Verdict("sat", s.model())
+        return Verdict("sat", s.model(), solver=s)
     STATS["unknown"] += 1
     return Verdict("unknown", reason=reason or "resource limit")

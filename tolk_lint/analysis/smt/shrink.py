@@ -1,0 +1,170 @@
+"""Small witnesses: a model with the fewest, smallest threads, trips and inputs.
+
+Z3 answers SAT with whatever model it reaches first: threads (122,5,0) and
+(2,4,0) of a block of 128x8x1, ``a = -9223372036854775808``. A person reads
+a witness to replay it, so `shrink` asks again, under the same assertions,
+for a model whose *witness symbols* -- the block size (``ntid.*``), the two
+threads (``tid.*@t0``, ``tid.*@t1``), the loop trips (``k_*``, ``g_*``,
+``s_*``) and the kernel's parameters (``param:*``, by magnitude: they are
+shown signed) -- are all at most a bound ``B``, searching ``B`` (first 1,
+then by bisection on a log scale between the bounds known to fail and to
+hold); then it tries to pin each symbol to its least value (a one-
+dimensional block first, then thread 0, trip 0, parameters 0, the block
+just large enough for the two threads), keeping each pin that holds.
+
+Every model it returns satisfies everything the first did (the assertions
+are kept; only bounds are added), so callers that read other terms from the
+model (which accesses race, which bytes) are answered as before. It costs at
+most `MAX_QUERIES` further checks, each under `SHRINK_RLIMIT` (deterministic,
+like every query), and stops early when the lint's budget runs out, keeping
+the smallest model found so far. A kernel gets at most
+`solver.MAX_SHRINKS` small witnesses (the first asked for, in the
+analyses' deterministic order); later ones are Z3's first models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tolk_lint import budget
+
+MAX_QUERIES = 12
+SHRINK_RLIMIT = 400_000
+_PREFIXES = ("ntid.", "tid.", "k_", "g_", "s_", "param:")
+
+
+def witness_symbols(z3, assertions) -> list[Any]:
+    """The bit-vector constants of the assertions a witness shows, in name order."""
+    seen: set[int] = set()
+    found: dict[str, Any] = {}
+    stack = list(assertions)
+    while stack:
+        x = stack.pop()
+        i = x.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            name = x.decl().name()
+            if z3.is_bv(x) and name.startswith(_PREFIXES):
+                found[name] = x
+            continue
+        stack.extend(x.children())
+    return [found[n] for n in sorted(found)]
+
+
+def _signed(x) -> bool:
+    return x.decl().name().startswith("param:")
+
+
+def _size(z3, model, x) -> int:
+    v = model.eval(x, model_completion=True)
+    if not z3.is_bv_value(v):
+        return 0
+    n = v.as_long()
+    if _signed(x) and n >= 1 << (x.size() - 1):
+        n = (1 << x.size()) - n
+    if x.decl().name().startswith("ntid."):
+        n -= 1  # a block is at least 1 wide
+    return max(0, n)
+
+
+def _within(z3, x, bound: int):
+    w = x.size()
+    if x.decl().name().startswith("ntid."):
+        bound += 1
+    if _signed(x):
+        b = min(bound, (1 << (w - 1)) - 1)
+        return z3.And(x >= -b, x <= b)
+    if bound >= (1 << w) - 1:
+        return z3.BoolVal(True)
+    return z3.ULE(x, z3.BitVecVal(bound, w))
+
+
+def _least(x) -> int:
+    return 1 if x.decl().name().startswith("ntid.") else 0
+
+
+def _pin_order(x) -> tuple:
+    """Which symbols to pin first: z and y of the block and the threads, then
+    the trips and parameters, then x."""
+    name = x.decl().name()
+    dim = name.split("@")[0][-1] if name.startswith(("ntid.", "tid.")) else ""
+    group = {"z": 0, "y": 1}.get(dim, 3 if dim == "x" else 2)
+    return (group, name.startswith("tid."), name)
+
+
+def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
+    """A model of ``solver``'s assertions whose witness symbols are small
+    (``model`` itself when none smaller is found); with ``keep``, of those
+    too (each holds in ``model``)."""
+    try:
+        syms = witness_symbols(z3, solver.assertions())
+    except z3.Z3Exception:
+        return model
+    if not syms:
+        return model
+    best = model
+    asked = 0
+
+    def ask(*extra):
+        nonlocal asked, best
+        asked += 1
+        solver.push()
+        try:
+            solver.add(*keep, *extra)
+            solver.set("rlimit", rlimit)
+            budget.check("making a witness small")
+            left = budget.remaining_seconds()
+            if left is not None:
+                solver.set("timeout", max(1, int(left * 1000)))
+            if solver.check() == z3.sat:
+                best = solver.model()
+                return True
+            return False
+        finally:
+            solver.pop()
+
+    try:
+        sizes = [_size(z3, best, x) for x in syms]
+        hi = max(sizes)
+        if hi > 1:
+            lo = 0  # a bound known to fail (0 is never tried: two threads differ)
+            if ask(*[_within(z3, x, 1) for x in syms]):
+                hi = 1
+            else:
+                lo = 1
+            while hi - lo > 1 and asked < MAX_QUERIES * 2 // 3:
+                mid = (lo + hi) // 2 if hi <= 4 * max(lo, 1) else int((max(lo, 1) * hi) ** 0.5)
+                mid = min(max(mid, lo + 1), hi - 1)
+                if ask(*[_within(z3, x, mid) for x in syms]):
+                    hi = max(_size(z3, best, x) for x in syms)
+                else:
+                    lo = mid
+        pins = [_within(z3, x, hi) for x in syms]
+        for x in sorted(syms, key=_pin_order):
+            if asked >= MAX_QUERIES:
+                break
+            v = best.eval(x, model_completion=True)
+            least = _least(x)
+            if z3.is_bv_value(v) and v.as_long() == least:
+                pins.append(x == least)
+                continue
+            if ask(*pins, x == least):
+                pins.append(x == least)
+        for d in "xyz":  # the block just large enough for the two threads
+            if asked >= MAX_QUERIES:
+                break
+            n = next((x for x in syms if x.decl().name() == f"ntid.{d}"), None)
+            tids = [x for x in syms if x.decl().name() in (f"tid.{d}@t0", f"tid.{d}@t1")]
+            if n is None or not tids:
+                continue
+            need = max(best.eval(t, model_completion=True).as_long() for t in tids) + 1
+            if best.eval(n, model_completion=True).as_long() > need:
+                if ask(*pins, n == need):
+                    pins.append(n == need)
+    except budget.BudgetExceeded:
+        pass  # the lint's budget is spent: the smallest model so far
+    except z3.Z3Exception:
+        pass
+    return best
