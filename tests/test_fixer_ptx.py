@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from tolk_lint.cli import main as cli
-from tolk_lint.testing import FixtureError, compile_cuda
+from tolk_lint.testing import FIXTURE_TIME_BUDGET, FixtureError, compile_cuda
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXER = ROOT / "fixtures" / "fixer"
@@ -59,7 +59,9 @@ def compiled(name: str, tmp_path: Path) -> Path:
 
 
 def fix(path: Path, block: str, *extra: str):
-    return run("fix", "--unsafe-fixes", "--block", block, *extra, str(path))
+    # the fix is offered only once proved, and the proof shares the file's time
+    # budget: the fixture harness's budget keeps a loaded machine from ending it
+    return run("fix", "--unsafe-fixes", "--block", block, "--time-budget", str(FIXTURE_TIME_BUDGET), *extra, str(path))
 
 
 def validate(original: Path, fixed: Path, spec: Path, *extra: str) -> dict:

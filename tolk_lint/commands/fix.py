@@ -43,14 +43,19 @@ MAX_PASSES = 4
 @click.option("--ignore", help="Comma-separated codes or prefixes to leave out.")
 @click.option("--target", help="Target architecture: sm_80, sm_90, ..., or cpu.")
 @click.option("--block", help="The launch's block shape X,Y,Z.")
-def command(paths, diff, unsafe_fixes, select, ignore, target, block) -> None:
+@click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Stop analysing a file after this long (default 30); a fix whose proof does not finish is not applied.")
+@click.option("--memory-budget", type=click.IntRange(min=1), metavar="MIB",
+              help="Stop analysing when the process holds this much memory (default 2048).")
+def command(paths, diff, unsafe_fixes, select, ignore, target, block, time_budget, memory_budget) -> None:
     """Apply the fixes that the diagnostics carry."""
     from tolk_lint.commands.options import settings_from_options
     from tolk_lint.engine import lint_text
     from tolk_lint.fix.edits import apply_edits, fixes_for
     from tolk_lint.walk import iter_files
 
-    settings = settings_from_options(select, ignore, target, block)
+    settings = settings_from_options(select, ignore, target, block, time_budget=time_budget,
+                                     memory_budget=memory_budget)  # fmt: skip
     fixed_total = remaining = 0
     changed_any = failed = False
     for path in iter_files(paths or ["."], settings):

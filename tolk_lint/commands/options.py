@@ -92,8 +92,8 @@ def settings_from_options(
 ) -> Settings:
     """One `Settings` for a command that does not resolve per file: the
     configuration found from the current folder, under these flags.
-    (``extend_select``, ``config`` and ``isolated`` may be passed too.)"""
-    keys = ("extend_select", "config", "isolated", "show_suppressed")
+    (``extend_select``, ``config``, ``isolated`` and the budgets may be passed too.)"""
+    keys = ("extend_select", "config", "isolated", "show_suppressed", "time_budget", "memory_budget")
     ov = overrides_from_options(select, ignore, target, block, **{k: extra.pop(k) for k in keys if k in extra})
     s = SettingsResolver(ov).for_path(os.getcwd())
     changes = {k: v for k, v in extra.items() if v is not None}
