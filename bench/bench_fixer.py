@@ -75,7 +75,7 @@ def prepare(out: Path) -> int:
     for stem, ptx, block, spec in items:
         fixed = out / f"{stem}.fixed.ptx"
         shutil.copyfile(ptx, fixed)
-        _tolk("fix", "--unsafe-fixes", "--block", block, str(fixed))
+        _tolk("fix", "--unsafe-fixes", "--block", block, "--time-budget", "600", str(fixed))  # the proof needs its time on a loaded machine
         shutil.copyfile(spec, out / f"{stem}.toml")
         if fixed.read_text() == ptx.read_text():
             print(f"{stem}: no fix offered")
