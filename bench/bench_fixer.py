@@ -75,7 +75,8 @@ def prepare(out: Path) -> int:
     for stem, ptx, block, spec in items:
         fixed = out / f"{stem}.fixed.ptx"
         shutil.copyfile(ptx, fixed)
-        _tolk("fix", "--unsafe-fixes", "--block", block, "--time-budget", "600", str(fixed))  # the proof needs its time on a loaded machine
+        # the fix's proof shares the file's budget: give it its time on a loaded machine
+        _tolk("fix", "--unsafe-fixes", "--block", block, "--time-budget", "600", str(fixed))
         shutil.copyfile(spec, out / f"{stem}.toml")
         if fixed.read_text() == ptx.read_text():
             print(f"{stem}: no fix offered")
