@@ -389,7 +389,7 @@ _PTX_ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.entry\s+([\w$%.
 def kernel_units(module: Module) -> tuple[dict[str, tuple[int, int, str]], list[tuple[int, str]]]:
     """The cacheable kernels' text, ``{name: (first line, last line, text)}``,
     and the file's code outside them, ``[(line, text)]`` (see `KernelCache`)."""
-    lines = module.source.splitlines()
+    lines = module.lines()
     if module.language == "ptx":
         spans = _ptx_units(lines)
         marker = "//"

@@ -189,7 +189,7 @@ def apply_suppressions(
     path = module.path if module is not None else (diags[0].span.path if diags else "")
     ignored_here = per_file_ignored(path, settings) if path else ()
     diags = [d for d in diags if d.code in NOT_ANALYSED or enabled(d.code, settings, ignored_here)]
-    own = tuple(module.source.splitlines()) if module is not None else ()
+    own = tuple(module.lines()) if module is not None else ()
     exempt = file_noqa(own)
     noqas: dict[int, Noqa] = {}
     for i, text in enumerate(own, start=1):

@@ -338,6 +338,14 @@ class Module:
     diagnostics: list[Any] = field(default_factory=list)  # tolk_lint.diagnostics.Diagnostic
     files: dict[int, str] = field(default_factory=dict)  # PTX .file index -> path
     target: str | None = None  # PTX .target
+    _lines: list[str] | None = field(default=None, repr=False, compare=False)
+
+    def lines(self) -> list[str]:
+        """``source.splitlines()``, split once: every kernel of a file looks
+        at its lines (a split per kernel made big files quadratic)."""
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        return self._lines
 
     def all_kernels(self) -> list[Kernel]:
         """Entries first, then device functions (which have bodies of their own)."""

@@ -96,7 +96,7 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
         if c is not None:
             out.append(c)
     if k.span is not None:
-        got = comment_above(module.source.splitlines(), k.span.line, "//", skip=_ptx_header)
+        got = comment_above(module.lines(), k.span.line, "//", skip=_ptx_header)
         if got is not None:
             c = comment_shape(got[0], got[1], module.path)
             if c is not None:

@@ -111,7 +111,7 @@ def render(results: list[LintResult], color: bool = False, show_source: bool = T
             continue
         lines: list[str] = []
         if show_source:
-            lines = r.module.source.splitlines() if r.module is not None else _read_lines(r.path)
+            lines = r.module.lines() if r.module is not None else _read_lines(r.path)
         for d, sup in items:
             blocks.append(render_one(d, lines, color, sup))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
