@@ -812,6 +812,8 @@ def test_shared_kernels_strategy(g):
 
 def _frontend(rel: str):
     path = ACCEPTANCE / rel
+    if not path.is_file():
+        pytest.skip(f"{path} is not there (the acceptance set beside the clone)")
     text = path.read_text()
     try:
         if rel.endswith(".py"):

@@ -1302,7 +1302,10 @@ def test_fast_decoder_agrees_with_the_instruction_rule():
     rule reads the same way (the rule is the fallback and the reference)."""
     from tolk_lint.frontends.ptx.parser import _lark, parse_tree
 
-    paths = ACCEPTANCE_PTX[:8] + sorted(SAMPLES.glob("*.ptx"))
+    # the acceptance kernels when they are beside the clone, and always the
+    # repository's own: the compiler samples and the PTX fixtures
+    fixtures = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "ptx").rglob("*.ptx"))
+    paths = ACCEPTANCE_PTX[:8] + sorted(SAMPLES.glob("*.ptx")) + fixtures[:40]
     extra = wrap(
         "\tmov.u64 %rd3, smem0[0];\n\tmov.u32 %r1, sym+20;\n\tld.global.u32 %r1, [%rd1+-8];\n"
         "\tst.global.u32 [ %r3 + 0 ], 0f3F800000;\n\tsetp.lt.s32 %p1|%p2, %r1, -1;\n"
