@@ -55,6 +55,12 @@ TL204 proved for every trip, TL302 gone). Where the rewrite would not be
 exact or does not pass the proof, the diagnostic says why in a note and
 carries no fix.
 
+The proof is a second lint of the rewritten file, so `tolk-lint check`
+works it out only when asked (`check --unsafe-fixes`, or `unsafe-fixes =
+true` in the configuration); otherwise a note says that `fix
+--unsafe-fixes` pipelines the loop where the rewrite is proved. `tolk-lint
+fix --unsafe-fixes` and the language server always work it out.
+
 ## See also
 docs/fixer.md: the fix, `tolk-lint validate` and the launch spec;
 docs/analyses.md#tile-copies-tl302-tl303: tile copies, depth, and the cp.async
@@ -63,6 +69,10 @@ pipeline forms.
 
 from tolk_lint.diagnostics import Fix, Related, Severity
 from tolk_lint.registry import Invalid, Rule, Valid
+
+
+UNSAFE_HINT = ("`tolk-lint fix --unsafe-fixes` pipelines this loop with cp.async where it proves the rewrite "
+               "(`check --unsafe-fixes` shows whether it can)")
 
 
 def _bytes(n: int) -> str:
@@ -92,7 +102,10 @@ class SynchronousStaging(Rule):
             fix = outcome if isinstance(outcome, Fix) else None
             related = [] if fix or outcome is None else [Related(f"no fix: {outcome.reason}")]
             data = tc.data()
-            data["fixable"] = fix is not None
+            if ctx.settings.unsafe_fixes:
+                data["fixable"] = fix is not None
+            else:  # not worked out: the proof is a second lint of the file
+                related.append(Related(UNSAFE_HINT))
             if outcome is not None and fix is None:
                 data["not_fixable"] = outcome.reason
             for line in tc.lines:
@@ -102,7 +115,7 @@ class SynchronousStaging(Rule):
     @staticmethod
     def _fixes(ctx, staged: list) -> dict:
         """One fix (or the reason there is none) per loop: its arrays are pipelined together."""
-        if ctx.relint is None or not staged:
+        if ctx.relint is None or not staged or not ctx.settings.unsafe_fixes:
             return {}
         from tolk_lint.fix.pipeline import pipeline_fix
 

@@ -31,7 +31,7 @@ STAGED = FIXER / "staged"
 
 
 def settings_for(block) -> Settings:
-    return dataclasses.replace(DEFAULT_SETTINGS, block=tuple(block))
+    return dataclasses.replace(DEFAULT_SETTINGS, block=tuple(block), unsafe_fixes=True)
 
 
 def contexts(text: str, path: str, block) -> list[RuleContext]:

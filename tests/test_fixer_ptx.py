@@ -185,12 +185,28 @@ def test_not_fixable_says_why(tmp_path):
         ptx = compile_cuda(unrolled, out_dir=str(tmp_path))
     except FixtureError as e:
         pytest.skip(str(e))
-    r = run("check", "--block", "256,1,1", "--output-format", "json", "--exit-zero", str(ptx))
+    r = run("check", "--unsafe-fixes", "--block", "256,1,1", "--output-format", "json", "--exit-zero", str(ptx))
     diags = [d for d in json.loads(r.output) if d["code"] == "TL302"]
     assert diags and all(d["fix"] is None for d in diags)
     for d in diags:
         assert d["data"]["fixable"] is False and d["data"]["not_fixable"]
         assert any(rel["message"].startswith("no fix:") for rel in d["related"])
+
+
+@pytest.mark.nvcc
+def test_check_works_out_the_pipeline_only_when_asked(tmp_path):
+    """The proof of TL302's fix is a second lint of the rewritten file, so a
+    plain `check` does not run it: the finding carries no fix and a note
+    points at `fix --unsafe-fixes`; `check --unsafe-fixes` carries the fix."""
+    ptx = compiled("dot_tiles_1d_f32", tmp_path)
+    args = ("check", "--block", "256,1,1", "--output-format", "json", "--exit-zero", str(ptx))
+    plain = [d for d in json.loads(run(*args).output) if d["code"] == "TL302"]
+    asked = [d for d in json.loads(run(*args[:1], "--unsafe-fixes", *args[1:]).output) if d["code"] == "TL302"]
+    assert plain and [d["line"] for d in plain] == [d["line"] for d in asked]
+    for d in plain:
+        assert d["fix"] is None and "fixable" not in d["data"]
+        assert any("fix --unsafe-fixes" in rel["message"] for rel in d["related"])
+    assert all(d["fix"] is not None and d["data"]["fixable"] for d in asked)
 
 
 @pytest.mark.nvcc

@@ -58,16 +58,19 @@ from tolk_lint.engine import LintResult, parse_error
               help="Stop analysing a file after this long (default 30; TL005 says what was not finished).")
 @click.option("--memory-budget", type=click.IntRange(min=1), metavar="MIB",
               help="Stop analysing when the process holds this much memory (default 2048).")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="Also work out the fixes marked unsafe (TL302's cp.async pipeline, proved by a second lint "
+                   "of the rewritten file) and show which findings have one.")  # fmt: skip
 @click.option("--dump-ir", is_flag=True, help="Print the IR of every kernel instead of linting.")
 @click.option("--dump", "dump_what", type=click.Choice(["ir", "uniformity"]), help="Print an analysis dump.")
 def command(paths, select, extend_select, ignore, target, block, config, isolated, output_format, output_file,
           exit_zero, statistics, quiet, show_suppressed, show_settings, show_files, no_cache, jobs,
-          force_exclude, color, time_budget, memory_budget, dump_ir, dump_what) -> None:  # fmt: skip
+          force_exclude, color, time_budget, memory_budget, unsafe_fixes, dump_ir, dump_what) -> None:  # fmt: skip
     """Lint files and folders (*.py, *.ptx)."""
     from tolk_lint.walk import iter_files
 
     ov = overrides_from_options(select, ignore, target, block, extend_select, config, isolated, show_suppressed,
-                                time_budget, memory_budget)  # fmt: skip
+                                time_budget, memory_budget, unsafe_fixes)  # fmt: skip
     resolver = SettingsResolver(ov)
     paths = list(paths) or ["."]
     unreadable: list[LintResult] = []

@@ -54,8 +54,9 @@ def command(paths, diff, unsafe_fixes, select, ignore, target, block, time_budge
     from tolk_lint.fix.edits import apply_edits, fixes_for
     from tolk_lint.walk import iter_files
 
+    # --unsafe-fixes also has the rules work out their unsafe fixes (TL302's proof is a second lint)
     settings = settings_from_options(select, ignore, target, block, time_budget=time_budget,
-                                     memory_budget=memory_budget)  # fmt: skip
+                                     memory_budget=memory_budget, unsafe_fixes=unsafe_fixes)  # fmt: skip
     fixed_total = remaining = 0
     changed_any = failed = False
     for path in iter_files(paths or ["."], settings):

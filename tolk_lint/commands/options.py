@@ -72,6 +72,7 @@ def overrides_from_options(
     show_suppressed: bool | None = None,
     time_budget: float | None = None,
     memory_budget: int | None = None,
+    unsafe_fixes: bool | None = None,
 ) -> Overrides:
     return Overrides(
         select=parse_codes(select) or None,
@@ -84,6 +85,7 @@ def overrides_from_options(
         show_suppressed=show_suppressed or None,
         time_budget=time_budget,
         memory_budget=memory_budget,
+        unsafe_fixes=unsafe_fixes or None,
     )
 
 
@@ -92,8 +94,8 @@ def settings_from_options(
 ) -> Settings:
     """One `Settings` for a command that does not resolve per file: the
     configuration found from the current folder, under these flags.
-    (``extend_select``, ``config``, ``isolated`` and the budgets may be passed too.)"""
-    keys = ("extend_select", "config", "isolated", "show_suppressed", "time_budget", "memory_budget")
+    (``extend_select``, ``config``, ``isolated``, ``unsafe_fixes`` and the budgets may be passed too.)"""
+    keys = ("extend_select", "config", "isolated", "show_suppressed", "time_budget", "memory_budget", "unsafe_fixes")
     ov = overrides_from_options(select, ignore, target, block, **{k: extra.pop(k) for k in keys if k in extra})
     s = SettingsResolver(ov).for_path(os.getcwd())
     changes = {k: v for k, v in extra.items() if v is not None}

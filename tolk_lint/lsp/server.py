@@ -166,7 +166,9 @@ class TolkLanguageServer(LanguageServer):
                 self._config_mtimes[s.config_path] = os.path.getmtime(s.config_path)
             except OSError:
                 pass
-        return s
+        # the editor offers unsafe fixes as quick fixes (never in fix-all), so
+        # the rules work them out; the kernel cache keeps a proof until the kernel changes
+        return s if s.unsafe_fixes else s.with_(unsafe_fixes=True)
 
     def reload_settings(self) -> None:
         self.resolver = SettingsResolver()
