@@ -7,8 +7,10 @@ pairs (`warp_masks`: the partial-mask syncs that order them); for TL204, every
 access against the copies pending in its phase (`copies.copy_walk`), and the
 copying thread's own accesses before the wait that retires the copy.
 
-Deciding a pair: the concrete pass, then Z3
-    With the launch shape known, the concrete pass (`concrete`) evaluates
+Deciding a pair: thread ranks, the concrete pass, then Z3
+    Two threads whose addresses are one uniform base plus the same
+    multiple of their linear rank never meet (`ranks`), launch shape or
+    not. With the launch shape known, the concrete pass (`concrete`) evaluates
     both addresses for every thread of the block at once
     (`evaluator.ThreadEval`) and clears the pairs no two threads can
     collide on, or finds a colliding pair of threads: when no loop or
@@ -43,6 +45,7 @@ from tolk_lint.analysis.memory.loops import inside_successor
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
 from tolk_lint.analysis.memory.query import model_value
 from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
+from tolk_lint.analysis.memory.ranks import RankReader, thread_private
 from tolk_lint.analysis.memory.warp_masks import lane_pair_constraint
 
 if TYPE_CHECKING:
@@ -69,6 +72,7 @@ class RaceSearch:
     def __init__(self, mf: MemoryCore):
         self.mf = mf
         self.concrete = ConcretePairs(mf)
+        self.ranks = RankReader(mf)
         self._found: set = set()  # (code, line, other line) of the races found: not asked about again
         self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
         self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
@@ -265,6 +269,10 @@ class RaceSearch:
         z3 = smt.z3mod()
         partners = [(b, vb, af) for b, vb, af in partners
                     if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
+        if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
+            n = len(partners)
+            partners = [(b, vb, af) for b, vb, af in partners if not thread_private(self.ranks, a, b)]
+            self.mf.concrete_cleared += n - len(partners)
         if not partners:
             return []
         after_of = {(id(b), vec_repr(vb)): af for b, vb, af in partners}

@@ -1,0 +1,203 @@
+"""Thread-private addresses: a scaled linear thread rank (before any solver question).
+
+Without a launch shape, a kernel that reads ``tid.y`` or ``tid.z`` leaves
+the block symbolic, so the concrete pass cannot run, and the commonest
+thread-private index of all -- cooperative groups' ``block.thread_rank()``,
+CUB's linear thread id, ``s[(tz * ny + ty) * nx + tx]`` -- is a product of
+the symbolic block size and thread indices. Bit-blasted, those products
+are where Z3 spends its whole resource limit and gives up, and a pair that
+could not be told apart is reported anyway. Their shape proves them apart:
+
+    addr(t) = U + c * rank(t),   rank(t) = tid.x + ntid.x * tid.y + ntid.x * ntid.y * tid.z
+
+``rank`` is one-to-one over the block (it numbers the threads 0 .. n - 1,
+n <= 1024), so the addresses of two threads differ by ``c * (rank(t0) -
+rank(t1))``, at least ``|c|`` bytes and at most 2^30: accesses at most
+``|c|`` bytes wide never overlap. Only the whole rank counts: ``tid.x +
+ntid.x * tid.y`` alone repeats across ``tid.z`` of a block whose depth is
+not known to be 1.
+
+`thread_private` checks that shape on the integer polynomial of each
+address (`address_poly`): monomials over ``tid.*``, ``ntid.*`` and atoms,
+with integer coefficients. Why the integers may stand in for the machine's
+words: every step taken is a ring operation (add, sub, mul, mad.lo, shl by
+a constant) or an integer conversion, on values of at least 32 bits, so
+each value is congruent to its polynomial modulo 2^32 (an extension or
+``mul.wide`` adds a multiple of 2^32 at most), and a difference at least
+``|c|`` from every multiple of 2^32 is at least that far from every
+multiple of a wider word. An atom is a value the same for both threads:
+a constant, a parameter, a buffer's address, a block or grid index, or a
+value the uniformity analysis calls uniform that is computed outside every
+loop (inside one it may differ between trips, and two threads of a phase
+may be at different trips). Anything else (a load, a loop counter, a
+division, a 16-bit step) leaves the address unread, and the pair goes on
+to the concrete pass and the solver as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tolk_lint.ir.nodes import is_float, type_bits
+from tolk_lint.ir.opcodes import Opcode
+
+if TYPE_CHECKING:
+    from tolk_lint.analysis.memory.accesses import Access
+    from tolk_lint.analysis.memory.core import MemoryCore
+    from tolk_lint.ir.nodes import Value
+
+O = Opcode
+
+Poly = dict  # monomial (a sorted tuple of variable names) -> integer coefficient
+
+RANK: Poly = {("tid.x",): 1, ("ntid.x", "tid.y"): 1, ("ntid.x", "ntid.y", "tid.z"): 1}
+MAX_SCALE = 1 << 20  # |c| * 1023 stays below 2^30: no difference reaches a multiple of 2^32
+MIN_BITS = 32  # narrower steps wrap below the word the argument needs
+_THREAD = ("tid.x", "tid.y", "tid.z")
+_BLOCK = ("ntid.x", "ntid.y", "ntid.z")
+
+
+class _Unread(Exception):
+    """The address is not a polynomial this module reads."""
+
+
+def _add(p: Poly, q: Poly, sign: int = 1) -> Poly:
+    out = dict(p)
+    for m, c in q.items():
+        out[m] = out.get(m, 0) + sign * c
+        if out[m] == 0:
+            del out[m]
+    return out
+
+
+def _mul(p: Poly, q: Poly) -> Poly:
+    out: Poly = {}
+    for m1, c1 in p.items():
+        for m2, c2 in q.items():
+            m = tuple(sorted(m1 + m2))
+            out[m] = out.get(m, 0) + c1 * c2
+            if out[m] == 0:
+                del out[m]
+    return out
+
+
+def _const(p: Poly) -> int | None:
+    if not p:
+        return 0
+    if len(p) == 1 and () in p:
+        return p[()]
+    return None
+
+
+class RankReader:
+    """The address polynomials of one kernel's values, cached."""
+
+    def __init__(self, mf: MemoryCore):
+        self.mf = mf
+        self._memo: dict[Value, Poly | None] = {}
+
+    def address_poly(self, v: Value | None) -> Poly | None:
+        if v is None:
+            return None
+        try:
+            return self._poly(v)
+        except _Unread:
+            return None
+        except RecursionError:
+            return None
+
+    def _poly(self, v: Value) -> Poly:
+        v = self.mf.canon.map.get(v, v)
+        if v in self._memo:
+            got = self._memo[v]
+            if got is None:
+                raise _Unread
+            return got
+        self._memo[v] = None  # a cycle (a PHI around a loop) is unread
+        p = self._compute(v)
+        self._memo[v] = p
+        return p
+
+    def _compute(self, v: Value) -> Poly:
+        bits = type_bits(v.type)
+        if is_float(v.type) or (bits and bits < MIN_BITS):
+            raise _Unread
+        d = v.defn
+        if d is None:
+            return self._atom(v)
+        op, a = d.op, d.args
+        if op is O.CONST:
+            val = d.attrs.get("value")
+            if isinstance(val, bool) or not isinstance(val, int):
+                raise _Unread
+            return {(): val} if val else {}
+        if op is O.SPECIAL:
+            name = str(d.attrs.get("name", "")).lstrip("%")
+            if name in _THREAD or name in _BLOCK:
+                return {(name,): 1}
+            return self._atom(v)
+        if op in (O.PARAM, O.ADDR):
+            return {(f"v{v.id}",): 1}
+        if op is O.ADD:
+            return _add(self._poly(a[0]), self._poly(a[1]))
+        if op is O.SUB:
+            return _add(self._poly(a[0]), self._poly(a[1]), -1)
+        if op is O.NEG:
+            return _add({}, self._poly(a[0]), -1)
+        if op is O.MUL and not d.attrs.get("hi"):
+            return _mul(self._poly(a[0]), self._poly(a[1]))
+        if op is O.MAD and not d.attrs.get("hi"):
+            return _add(_mul(self._poly(a[0]), self._poly(a[1])), self._poly(a[2]))
+        if op is O.SHL:
+            k = _const(self._poly(a[1]))
+            if k is None or not 0 <= k < 32:
+                return self._atom(v)
+            return _mul(self._poly(a[0]), {(): 1 << k})
+        if op is O.CVT:
+            src = str(d.attrs.get("from_type") or (a[0].type if a else ""))
+            if is_float(src) or (type_bits(src) or MIN_BITS) < MIN_BITS:
+                raise _Unread
+            return self._poly(a[0])
+        if op is O.PURE and len(a) == 1 and str(d.attrs.get("fn", "")).startswith(("cvta", "mov", "copy")):
+            return self._poly(a[0])
+        return self._atom(v)
+
+    def _atom(self, v: Value) -> Poly:
+        """``v`` as one variable, when both threads hold the same value in it."""
+        d = v.defn
+        if v in self.mf.info.varying:
+            raise _Unread
+        if d is not None and d.block is not None and self.mf.cfg.loops_around(d.block):
+            raise _Unread  # uniform, but per trip
+        return {(f"v{v.id}",): 1}
+
+
+def _scale_of_rank(t: Poly) -> int | None:
+    """``c`` when ``t`` is ``c * RANK``."""
+    c = t.get(("tid.x",))
+    if not c or len(t) != len(RANK) or any(t.get(m) != c * k for m, k in RANK.items()):
+        return None
+    return c
+
+
+def _thread_part(p: Poly) -> tuple[Poly, Poly]:
+    t = {m: c for m, c in p.items() if any(x in _THREAD for x in m)}
+    u = {m: c for m, c in p.items() if m not in t}
+    return t, u
+
+
+def thread_private(reader: RankReader, a: Access, b: Access) -> bool:
+    """Whether two different threads' accesses ``a`` and ``b`` never overlap
+    because both addresses are one uniform base plus the same multiple of
+    the thread's rank, at least as large as either access is wide."""
+    if a.fragment is not None or b.fragment is not None:
+        return False
+    pa, pb = reader.address_poly(a.addr), reader.address_poly(b.addr)
+    if pa is None or pb is None:
+        return False
+    ta, ua = _thread_part(pa)
+    tb, ub = _thread_part(pb)
+    if ta != tb or ua != ub:
+        return False
+    c = _scale_of_rank(ta)
+    return c is not None and max(a.width, b.width) <= abs(c) <= MAX_SCALE
