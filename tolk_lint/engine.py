@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import hashlib
 import importlib
 import logging
 import math
@@ -312,6 +311,8 @@ class KernelCache:
             return {}
         if not units:
             return {}
+        import hashlib
+
         base = hashlib.sha256()
         for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
                      str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
