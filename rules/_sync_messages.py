@@ -5,14 +5,23 @@ locations), and the witness Z3 found."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from tolk_lint.analysis.placements import Placement
-from tolk_lint.analysis.uniform import describe  # noqa: F401 (re-exported)
-from tolk_lint.analysis.uniformity_info import Reason  # noqa: F401 (re-exported)
 from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
+
+if TYPE_CHECKING:  # the analyses are imported when a rule runs: listing the rules stays cheap
+    from tolk_lint.analysis.placements import Placement
+    from tolk_lint.analysis.uniformity_info import Reason
+
+
+def describe(value) -> str:
+    """How a message names ``value`` (`tolk_lint.analysis.uniform.describe`)."""
+    from tolk_lint.analysis.uniform import describe as name_of
+
+    return name_of(value)
 
 
 def op_text(ins: Instr) -> str:

@@ -51,7 +51,6 @@ and proved.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.placements import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -61,6 +60,7 @@ from ._sync_messages import describe, diagnostic, op_text, where
 class DivergentBarrier(Rule):
     code = "TL101"
     name = "divergent-barrier"
+    analyses = ("tolk_lint.analysis.placements",)
     severity = Severity.ERROR
 
     VALID = [
@@ -126,6 +126,8 @@ class DivergentBarrier(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.placements import placements
+
         for p in placements(ctx.kernel, ctx.module, ctx.settings):
             if p.code != self.code:
                 continue

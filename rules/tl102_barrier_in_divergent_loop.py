@@ -53,7 +53,6 @@ trips the same.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.placements import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -63,6 +62,7 @@ from ._sync_messages import describe, diagnostic, op_text, where
 class BarrierInDivergentLoop(Rule):
     code = "TL102"
     name = "barrier-in-divergent-loop"
+    analyses = ("tolk_lint.analysis.placements",)
     severity = Severity.ERROR
 
     VALID = [
@@ -90,6 +90,8 @@ class BarrierInDivergentLoop(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.placements import placements
+
         for p in placements(ctx.kernel, ctx.module, ctx.settings):
             if p.code != self.code:
                 continue

@@ -49,7 +49,6 @@ docs/analyses.md#uniformity: the warp level, and which masks are accepted.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.placements import placements
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -59,6 +58,7 @@ from ._sync_messages import describe, diagnostic, op_text, where
 class DivergentCollective(Rule):
     code = "TL103"
     name = "divergent-collective"
+    analyses = ("tolk_lint.analysis.placements",)
     severity = Severity.ERROR
 
     VALID = [
@@ -89,6 +89,8 @@ class DivergentCollective(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.placements import placements
+
         for p in placements(ctx.kernel, ctx.module, ctx.settings):
             if p.code != self.code:
                 continue

@@ -66,7 +66,6 @@ accesses is decided.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note, verb
 from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -74,6 +73,7 @@ from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 class SharedRace(Rule):
     code = "TL201"
     name = "shared-race"
+    analyses = ("tolk_lint.analysis.memory",)
     severity = Severity.ERROR
 
     VALID = [
@@ -164,6 +164,8 @@ class SharedRace(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note, verb
+
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
             r = next((g for g in group if g.solver == "sat"), group[0])

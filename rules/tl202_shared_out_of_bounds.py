@@ -63,15 +63,14 @@ docs/launch-shapes.md for what is assumed without a launch shape.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
 from tolk_lint.diagnostics import Related, Severity
-from tolk_lint.launch.choose import shared_declaration
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
 
 class SharedOutOfBounds(Rule):
     code = "TL202"
     name = "shared-out-of-bounds"
+    analyses = ("tolk_lint.analysis.memory",)
     severity = Severity.ERROR
 
     VALID = [
@@ -148,6 +147,9 @@ class SharedOutOfBounds(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
+        from tolk_lint.launch.choose import shared_declaration
+
         facts = ctx.memory()
         seen: set = set()
         for f in facts.out_of_bounds():

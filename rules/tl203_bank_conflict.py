@@ -52,7 +52,6 @@ docs/analyses.md#bank-ways-tl203: how ways are counted.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.memory import access_text, pretty_buffer
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -60,6 +59,7 @@ from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 class BankConflict(Rule):
     code = "TL203"
     name = "bank-conflict"
+    analyses = ("tolk_lint.analysis.memory",)
     severity = Severity.INFO
 
     VALID = [
@@ -120,6 +120,8 @@ class BankConflict(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.memory import access_text, pretty_buffer
+
         facts = ctx.memory()
         best: dict = {}
         for c in facts.bank_conflicts():

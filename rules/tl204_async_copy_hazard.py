@@ -74,8 +74,6 @@ pipeline forms that are correct.
 
 from __future__ import annotations
 
-from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note
-from tolk_lint.analysis.wgmma import pending_reads
 from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
@@ -89,6 +87,7 @@ _HEAD = """\
 class AsyncCopyHazard(Rule):
     code = "TL204"
     name = "async-copy-hazard"
+    analyses = ("tolk_lint.analysis.memory", "tolk_lint.analysis.wgmma")
     severity = Severity.ERROR
 
     VALID = [
@@ -169,6 +168,8 @@ class AsyncCopyHazard(Rule):
     ]
 
     def check(self, ctx: RuleContext):
+        from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note
+
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
             r = next((g for g in group if g.solver == "sat"), group[0])
@@ -213,6 +214,8 @@ class AsyncCopyHazard(Rule):
         """Reads of a ``wgmma.mma_async``'s accumulators before the
         ``wgmma.wait_group`` that retires its group (`analysis.wgmma`), one
         per source line."""
+        from tolk_lint.analysis.wgmma import pending_reads
+
         lines: set = set()
         for reader, mma in pending_reads(ctx.kernel):
             key = reader.origin.outermost().line if reader.origin is not None else reader.span

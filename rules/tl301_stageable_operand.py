@@ -68,6 +68,7 @@ def _bytes(n: int) -> str:
 class StageableOperand(Rule):
     code = "TL301"
     name = "stageable-operand"
+    analyses = ("tolk_lint.analysis.stage",)
     severity = Severity.INFO
 
     def check(self, ctx):

@@ -82,6 +82,7 @@ def _bytes(n: int) -> str:
 class SynchronousStaging(Rule):
     code = "TL302"
     name = "synchronous-staging"
+    analyses = ("tolk_lint.analysis.stage",)
     severity = Severity.INFO
 
     fixable = True

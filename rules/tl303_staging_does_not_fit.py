@@ -54,6 +54,7 @@ def _bytes(n: int) -> str:
 class StagingDoesNotFit(Rule):
     code = "TL303"
     name = "staging-does-not-fit"
+    analyses = ("tolk_lint.analysis.stage",)
     severity = Severity.INFO
 
     def check(self, ctx):

@@ -74,6 +74,7 @@ def _loop_name(lp) -> str:
 class RedecodedOperand(Rule):
     code = "TL401"
     name = "redecoded-operand"
+    analyses = ("tolk_lint.analysis.stage",)
     severity = Severity.INFO
 
     def check(self, ctx):

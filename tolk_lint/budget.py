@@ -18,6 +18,13 @@ TL005 makes the run exit 2, like a file that could not be parsed.
 The budget is per thread (the language server lints several documents at
 once), found through `current()`; code outside a lint (tests, the staging
 report) runs unbounded unless it opens one with `running`.
+
+What the process pays once, whichever lint comes first, is not the lint's to
+pay: Z3 and numpy are imported the first time an analysis needs them, inside
+some file's budget, and `not_counted` gives the wall time of such a block
+back (`credit`) to the running budget and every budget it is part of, so a
+small ``--time-budget`` runs out at the same point of the analysis whether
+the process had loaded them already or not.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import contextlib
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MIB = 1 << 20
 # How often the memory is looked at, at most: reading it costs a system call.
@@ -72,6 +79,8 @@ class Budget:
     cancel: threading.Event | None = None
     label: str = "the time budget"
     deadline: float | None = None  # monotonic time; from ``seconds`` unless given
+    # the budget this one was made inside (`child`): a credit extends them both
+    parent: Budget | None = field(default=None, repr=False, compare=False)
     _memory_seen: float = 0.0
 
     def __post_init__(self) -> None:
@@ -86,8 +95,17 @@ class Budget:
         one's deadline; the same memory bound and cancel event."""
         mine = None if seconds is None else time.monotonic() + seconds
         if mine is None or (self.deadline is not None and self.deadline <= mine):
-            return Budget(self.seconds, self.memory_bytes, self.cancel, self.label, self.deadline)
-        return Budget(seconds, self.memory_bytes, self.cancel, label, mine)
+            return Budget(self.seconds, self.memory_bytes, self.cancel, self.label, self.deadline, parent=self)
+        return Budget(seconds, self.memory_bytes, self.cancel, label, mine, parent=self)
+
+    def extend(self, seconds: float) -> None:
+        """Move the deadline ``seconds`` later, and those of the budgets this
+        one is inside: time given back to all of them (`credit`)."""
+        b: Budget | None = self
+        while b is not None:
+            if b.deadline is not None:
+                b.deadline += seconds
+            b = b.parent
 
     def spent(self) -> str | None:
         """Why the budget is spent, or None while it is not."""
@@ -138,6 +156,34 @@ def check(what: str, *args: object) -> None:
         why = b.spent()
         if why is not None:
             raise BudgetExceeded(what % args if args else what, why)
+
+
+def credit(seconds: float) -> None:
+    """Give ``seconds`` back to the current thread's budget and the budgets
+    it is part of (a kernel's, its file's): time that was spent in the lint
+    but not on it."""
+    b = current()
+    if b is not None and seconds > 0:
+        b.extend(seconds)
+
+
+@contextlib.contextmanager
+def not_counted():
+    """Run the block without spending the current budget: its wall time is
+    credited back (`credit`) when it ends. For what a process does once, in
+    whichever lint needs it first: importing Z3 or numpy (a tenth of a second
+    or more on a loaded machine), which would otherwise spend the budget of
+    that one file and not of the next. Nested blocks are credited once, by
+    the outermost."""
+    depth = getattr(_local, "not_counted", 0)
+    _local.not_counted = depth + 1
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        _local.not_counted = depth
+        if depth == 0:
+            credit(time.monotonic() - start)
 
 
 def remaining_seconds() -> float | None:

@@ -26,10 +26,7 @@ that cannot be read is a miss, never an error.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import tempfile
 from typing import Any
 
 from tolk_lint.config import Settings
@@ -135,6 +132,8 @@ def diagnostic_from_json(v: dict[str, Any]) -> Diagnostic:
 
 
 def _sha(data: bytes) -> str:
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -157,6 +156,8 @@ class Cache:
         self.dir = os.path.join(self.root, CACHE_DIR_NAME)
 
     def key(self, path: str, data: bytes, settings: Settings) -> str:
+        import hashlib
+
         h = hashlib.sha256()
         for part in (tool_fingerprint(), settings.fingerprint(), path):
             h.update(part.encode("utf-8", "surrogateescape") + b"\0")
@@ -169,6 +170,8 @@ class Cache:
         return os.path.join(self.dir, tolk_lint.__version__, key[:2], key + ".json")
 
     def get(self, key: str) -> tuple[list[Diagnostic], list[Diagnostic]] | None:
+        import json
+
         try:
             with open(self._entry(key), encoding="utf-8") as f:
                 v = json.load(f)
@@ -187,6 +190,9 @@ class Cache:
     ) -> bool:
         """Store an entry; False when it cannot be (unserialisable data, a
         read-only folder): the run goes on uncached."""
+        import json
+        import tempfile
+
         try:
             text = json.dumps({
                 "format": FORMAT,

@@ -30,12 +30,10 @@ silent default: a typo in ``selct`` must not turn a check off unnoticed.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
-import json
+# hashlib, json, tomllib and difflib are imported where they are used: a run
+# that reads no configuration file and keeps no cache needs none of them
 import os
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -96,6 +94,9 @@ class Settings:
         d = asdict(self)
         for name in ("show_suppressed", "time_budget", "kernel_time_budget", "memory_budget"):
             d.pop(name, None)  # a result that ran out of budget is never stored
+        import hashlib
+        import json
+
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
     def to_toml(self) -> str:
@@ -109,9 +110,9 @@ class Settings:
             key = f.name.replace("_", "-")
             out.append(f"# {key} is unset" if value is None else f"{key} = {_toml_value(value)}")
         out.append("[per-file-ignores]")
-        out += [f"{json.dumps(g)} = {_toml_value(codes)}" for g, codes in self.per_file_ignores]
+        out += [f"{_quoted(g)} = {_toml_value(codes)}" for g, codes in self.per_file_ignores]
         out.append("[launch]")
-        out += [f"{json.dumps(k)} = {_toml_value(shape)}" for k, shape in self.launch]
+        out += [f"{_quoted(k)} = {_toml_value(shape)}" for k, shape in self.launch]
         return "\n".join(out) + "\n"
 
 
@@ -122,7 +123,14 @@ def _toml_value(v: Any) -> str:
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, int):
         return str(v)
-    return json.dumps(str(v))
+    return _quoted(str(v))
+
+
+def _quoted(s: str) -> str:
+    """``s`` as a quoted TOML (and JSON) string."""
+    import json
+
+    return json.dumps(s)
 
 
 DEFAULT_SETTINGS = Settings()
@@ -230,7 +238,7 @@ def _positive_number(value: Any, path: str | None, key: str) -> float:
 def _per_file_ignores(value: Any, path: str | None, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise _err(path, key, f"expected a table of glob = [codes], got {value!r}")
-    return tuple((g, _selectors(codes, path, f"{key}.{json.dumps(g)}")) for g, codes in value.items())
+    return tuple((g, _selectors(codes, path, f"{key}.{_quoted(g)}")) for g, codes in value.items())
 
 
 def _launch(value: Any, path: str | None, key: str) -> tuple[tuple[str, tuple[int, int, int]], ...]:
@@ -268,6 +276,8 @@ def parse_table(table: dict[str, Any], path: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in table.items():
         if key not in KEYS:
+            import difflib
+
             near = difflib.get_close_matches(key, list(KEYS), n=1)
             hint = f"; did you mean `{near[0]}`?" if near else f" (known keys: {', '.join(sorted(KEYS))})"
             raise _err(path, key, f"unknown key{hint}")
@@ -277,6 +287,8 @@ def parse_table(table: dict[str, Any], path: str | None) -> dict[str, Any]:
 
 
 def read_toml(path: str) -> dict[str, Any]:
+    import tomllib
+
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -371,6 +383,8 @@ class Overrides:
 
 
 def _inline_config(text: str) -> dict[str, Any]:
+    import tomllib
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import hashlib
+import importlib
 import logging
 import math
 import os
@@ -311,6 +311,8 @@ class KernelCache:
             return {}
         if not units:
             return {}
+        import hashlib
+
         base = hashlib.sha256()
         for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
                      str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
@@ -552,29 +554,35 @@ def lint_text(
 
 _loaded: set[str] = set()
 
+# What the lint of every kernel imports, whichever rules run: the launch
+# shapes (`prepare`, `lint_under_launches`) and the solver's per-kernel state.
+KERNEL_MODULES = ("tolk_lint.launch.choose", "tolk_lint.launch.variants", "tolk_lint.analysis.smt.solver")
+
 
 def load_tool(settings: Settings, language: str | None = None) -> None:
-    """Load once per process what a lint needs: the front end of
-    ``language`` (the PTX grammar takes a second to build), the rules, Z3
-    and numpy, before a file's budget starts: seconds of start-up (more on
-    a busy machine) are the process's cost, not the first file's, and must
-    not spend a small ``--time-budget``. The analyses are not loaded when
-    only the engine's own codes (TL0) are selected."""
+    """Load, before a file's budget starts, what its lint imports: the
+    front end of ``language`` (the PTX grammar's parse tables come from
+    lark's cache, `tolk_lint.frontends.ptx.lark_cache`), the modules every
+    kernel's lint needs, and the analyses of the rules selected
+    (`Rule.analyses`); each once per process. Start-up is the process's
+    cost, not the first file's, and must not spend a small
+    ``--time-budget``.
+
+    Z3 and numpy are not loaded here: the analyses import them the first
+    time a kernel needs them (most small files need no numpy, and a file
+    with no question for the solver no Z3), and that import's time is given
+    back to the budget it falls in (`tolk_lint.budget.not_counted`)."""
     if language in ("ptx", "python") and language not in _loaded:
         parse(".version 8.0\n" if language == "ptx" else "import numba\n", "load", language)
         _loaded.add(language)
-    if "analyses" in _loaded:
-        return
     from tolk_lint.catalog import iter_rules
 
-    if not any(not r.engine_rule for r in iter_rules(settings.effective_select, settings.ignore)):
-        return
-    from tolk_lint.analysis import smt
-    from tolk_lint.analysis.stage.polynomials import lazy_numpy
-
-    smt.z3mod()
-    lazy_numpy()
-    _loaded.add("analyses")
+    wanted = set(KERNEL_MODULES)
+    for r in iter_rules(settings.effective_select, settings.ignore):
+        wanted.update(r.analyses)
+    for name in sorted(wanted - _loaded):
+        importlib.import_module(name)
+        _loaded.add(name)
 
 
 def _lint_within(text: str, path: str, settings: Settings, language: str | None,

@@ -9,7 +9,6 @@ cached result.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 from functools import lru_cache
@@ -23,6 +22,8 @@ def tool_fingerprint() -> str:
     (``tolk_lint`` and its rules), so a source checkout's edits count."""
     spec = importlib.util.find_spec("tolk_lint.rules")  # where the rules are, without importing them
     rules = list(spec.submodule_search_locations or []) if spec is not None else []
+    import hashlib
+
     h = hashlib.sha256(__version__.encode())
     roots = [os.path.dirname(os.path.abspath(__file__)), *rules]
     for root in roots:

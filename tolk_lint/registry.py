@@ -104,6 +104,11 @@ class Rule:
     fixable: ClassVar[bool] = False
     # a rule reported by the front ends or the engine, not by `check`
     engine_rule: ClassVar[bool] = False
+    # The analysis modules `check` imports. A rule module imports no analysis
+    # at its top (listing the rules, ``tolk-lint rule``, the docs stay cheap);
+    # `tolk_lint.engine.load_tool` imports these for the rules selected, once,
+    # before a file's budget starts.
+    analyses: ClassVar[tuple[str, ...]] = ()
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
 

@@ -22,13 +22,16 @@ contract the kernel needs.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from tolk_lint.ir.nodes import Kernel, Module, Origin
 from tolk_lint.launch.comments import comment_above, comment_shape
-from tolk_lint.launch.cuda_source import CudaSource, read_source
 from tolk_lint.launch.mangled import read_entry
 from tolk_lint.launch.shapes import PRECEDENCE, LaunchShape, valid_block
 from tolk_lint.launch.triton import reqntid_words, triton_shape
+
+if TYPE_CHECKING:  # the CUDA C reader is imported when there is a source to read (`cuda_sources`)
+    from tolk_lint.launch.cuda_source import CudaSource
 
 _CUDA_SUFFIXES = (".cu", ".cuh")
 
@@ -114,8 +117,13 @@ def _ptx_header(text: str) -> bool:
 def cuda_sources(module: Module) -> list[CudaSource]:
     """The readable CUDA sources the PTX's ``.file`` table names (toolkit
     headers left out), or the ``.cu`` beside the ``.ptx`` when it names none."""
+    paths = source_paths(module)
+    if not paths:
+        return []
+    from tolk_lint.launch.cuda_source import read_source  # the C reader: only when there is C to read
+
     out = []
-    for path in source_paths(module):
+    for path in paths:
         src = read_source(path)
         if src is not None:
             out.append(src)

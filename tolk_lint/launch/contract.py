@@ -44,8 +44,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from tolk_lint.analysis.memory import access_text, pretty_buffer
-from tolk_lint.analysis.memory.query import solve_bv
 from tolk_lint.launch.shapes import MAX_THREADS, Contract, LaunchShape
 
 log = logging.getLogger("tolk_lint.launch")
@@ -73,6 +71,8 @@ class Need:
 def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
     """The findings of ``codes`` the memory facts hold, each with its
     question; None when one has none (the solver could not encode it)."""
+    from tolk_lint.analysis.memory import access_text, pretty_buffer  # the memory analysis: only when inferring
+
     out: list[Need] = []
     if "TL202" in codes:
         for f in facts.out_of_bounds():
@@ -130,6 +130,8 @@ class Inference:
     def holds(self, needs: list[Need], key: tuple, build) -> bool:
         """Whether no finding of ``needs`` survives the block constraints
         ``build(z3, ntid)`` (cached by ``key``)."""
+        from tolk_lint.analysis.memory.query import solve_bv
+
         memo_key = (key, tuple(id(n) for n in needs))
         got = self._memo.get(memo_key)
         if got is not None:
@@ -156,6 +158,8 @@ class Inference:
     def wrong_everywhere(self, needs: list[Need]) -> list[Need]:
         """The findings that still hold for a block of one or two threads (or
         two in each dimension the kernel reads): no contract taken removes them."""
+        from tolk_lint.analysis.memory.query import solve_bv
+
         shapes = [(1, 1, 1)] + [tuple(2 if e == d else 1 for e in range(3)) for d in self.dims]
         if len(self.dims) > 1:  # every contract taken keeps 2 threads in each dimension read
             shapes.append(tuple(2 if e in self.dims else 1 for e in range(3)))

@@ -44,8 +44,10 @@ class OutOfBounds:
 
 def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
     """The accesses that may leave their array, in program order: the
-    first of each source line (`source_key`)."""
-    z3 = smt.z3mod()
+    first of each source line (`source_key`). Z3 is loaded only when some
+    access is asked about (most kernels' are cleared by the concrete pass,
+    or have none)."""
+    z3 = None
     out = []
     q: Query | None = None
     reported: set = set()  # source lines with a finding: their later accesses are not asked about
@@ -65,6 +67,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
             # one context for every access: each trip is a free variable
             # of its loop (tag "o"), the same in every question asked here
             if q is None:
+                z3 = smt.z3mod()
                 q = Query(mf)  # its own: the race search's has other trip symbols
             got = _question(mf, q, acc)
             if got is None:

@@ -266,7 +266,6 @@ class RaceSearch:
 
     def _solve_group(self, a: Access, va: Vec, partners: list, code: str, same_warp, walks, same_thread,
                      lane_rows=None) -> list[Race]:  # fmt: skip
-        z3 = smt.z3mod()
         partners = [(b, vb, af) for b, vb, af in partners
                     if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
         if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
@@ -293,6 +292,7 @@ class RaceSearch:
         kept = rest
         if not kept:
             return out
+        z3 = smt.z3mod()  # only now: the pairs the concrete pass decided need no solver
         try:
             q = self.mf.query()
             self._lane_rows = lane_rows

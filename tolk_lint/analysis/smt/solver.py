@@ -75,15 +75,18 @@ def fresh_witnesses() -> None:
 
 
 def z3mod():
-    """Import z3 once, on first use (the CLI starts without it)."""
+    """Import z3 once, on first use: a file whose kernels need no solver
+    never loads it. The import happens inside some file's budget, which is
+    given its time back (`tolk_lint.budget.not_counted`)."""
     global _z3
     if _z3 is None:
-        try:
-            import z3  # noqa: PLC0415
-        except ImportError as e:  # pragma: no cover - z3-solver is a dependency
-            raise RuntimeError("tolk-lint needs the `z3-solver` package: pip install z3-solver") from e
-        z3.set_param("smt.random_seed", 0)
-        z3.set_param("sat.random_seed", 0)
+        with budget.not_counted():
+            try:
+                import z3  # noqa: PLC0415
+            except ImportError as e:  # pragma: no cover - z3-solver is a dependency
+                raise RuntimeError("tolk-lint needs the `z3-solver` package: pip install z3-solver") from e
+            z3.set_param("smt.random_seed", 0)
+            z3.set_param("sat.random_seed", 0)
         _z3 = z3
         z3.z3.main_ctx = z3.main_ctx = _thread_context
     return _z3

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tolk_lint import budget
-from tolk_lint.analysis.smt.solver import check_within_budget
+from tolk_lint.analysis.smt.solver import check_within_budget, z3mod
 from tolk_lint.analysis.stage.index import IndexEval, thread_env
 from tolk_lint.analysis.stage.polynomials import (
     Z3_BITS,
@@ -154,7 +154,7 @@ def _digit_env(digits: list[_Digit], block: tuple[int, int, int], warp_level: bo
 def _z3_env(digits: list[_Digit], block, warp_level: bool, suffix: str, relevant: set[int], W: int = Z3_BITS):
     """Z3 bit-vector terms for tid.* and lane variables over fresh digit
     variables (irrelevant digits fixed to 0), plus the range constraints."""
-    import z3
+    z3 = z3mod()
 
     vals: dict[str, Any] = {}
     cons = []
@@ -430,8 +430,8 @@ def _z3_injective(polys, comps, digits, block, warp_level, relevant, rlimit, bit
 
 def _z3_injective_uncached(polys, comps, digits, block, warp_level, relevant, rlimit, bits) -> bool | None:
     try:
-        import z3
-    except ImportError:  # pragma: no cover - z3 is a dependency
+        z3 = z3mod()
+    except RuntimeError:  # pragma: no cover - z3 is a dependency
         return None
     try:
         envx, cx, dx, lx = _z3_env(digits, block, warp_level, "_1", relevant, bits)

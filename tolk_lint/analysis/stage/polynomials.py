@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tolk_lint import budget
+
 _TF_OPS = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
@@ -41,11 +43,20 @@ ZERO = ("c", 0)
 ONE = ("c", 1)
 
 
-def lazy_numpy():
-    """numpy, imported on first use rather than when the analysis is imported."""
-    import numpy
+_numpy = None
 
-    return numpy
+
+def lazy_numpy():
+    """numpy, imported on first use rather than when the analysis is
+    imported (a tenth of a second of start-up that most small files never
+    need), its import time given back to the lint's budget
+    (`tolk_lint.budget.not_counted`)."""
+    global _numpy
+    if _numpy is None:
+        with budget.not_counted():
+            import numpy
+        _numpy = numpy
+    return _numpy
 
 
 def tf_const(tf) -> int | None:
@@ -150,7 +161,9 @@ def tf_z3(t, env: dict[str, Any], bits: int = Z3_BITS):
     """The TF as a Z3 bit-vector term of ``bits`` bits (signed division and
     modulo agree with Python's floor semantics on the non-negative values
     indices take)."""
-    import z3
+    from tolk_lint.analysis.smt.solver import z3mod  # the seeded z3 (`z3mod`), never a bare import
+
+    z3 = z3mod()
 
     if t[0] == "c":
         return z3.BitVecVal(t[1], bits)

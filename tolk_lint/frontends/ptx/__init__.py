@@ -5,6 +5,8 @@ Parsing (text -> a light tree of tuples):
 - `ptx.lark`: the grammar (LALR(1), lark's contextual lexer);
 - `parser`: `parse_tree`, the one lark parser, and the slow path for one
   instruction; `tree`: the tree's dataclasses and tuple shapes;
+- `lark_cache`: the parser's tables kept in the user's cache folder, so a
+  process loads them instead of building them;
 - `transformer`: the rule callbacks that build the tree while lark reduces;
 - `decoder`: the fast regex decoder of runs of ordinary statements;
 - `errors`: `PtxSyntaxError` and lark's exceptions in words (TL001);

@@ -2,7 +2,8 @@
 
 `parse_tree` blanks the comments (`source`), then parses with the one
 `Lark` parser of the grammar (`ptx.lark`: LALR(1), lark's contextual
-lexer), built once, whose `transformer.ToTuples` callbacks build the tree as
+lexer), built once per process from tables kept in the user's cache folder
+(`lark_cache`), whose `transformer.ToTuples` callbacks build the tree as
 the parser reduces; runs of ordinary statements are read by the fast
 decoder (`decoder`), which hands what it cannot read back to the grammar's
 `instruction` rule (`_slow_instruction`, here). A syntax error is raised as
@@ -14,7 +15,7 @@ The tree's dataclasses and `PtxSyntaxError` are re-exported here, where
 callers have always imported them from.
 
 What it may import: `tree`, `source`, `errors`, `decoder`, `transformer`,
-and lark. Of the lowering, only `lower` imports it.
+`lark_cache`, and lark. Of the lowering, only `lower` imports it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lark.exceptions import UnexpectedInput
 
 from .decoder import ATOM_CACHE, decode_run
 from .errors import PtxSyntaxError, syntax_error
+from .lark_cache import cached_lark
 from .source import line_col, strip_comments
 from .transformer import ToTuples
 from .tree import FuncDecl, ParamDecl, ProtoDecl, PtxFile, VarDecl
@@ -41,9 +43,12 @@ _PARSER: Lark | None = None
 
 
 def _lark() -> Lark:
+    """The one parser of the grammar, made on first use; its tables come
+    from the user's cache folder after the first run on a machine
+    (`lark_cache`)."""
     global _PARSER
     if _PARSER is None:
-        _PARSER = Lark(
+        _PARSER = cached_lark(
             PTX_GRAMMAR_PATH.read_text(),
             parser="lalr",
             lexer="contextual",
