@@ -18,8 +18,9 @@ model (which accesses race, which bytes) are answered as before. It costs at
 most `MAX_QUERIES` further checks, each under `SHRINK_RLIMIT` (deterministic,
 like every query), and stops early when the lint's budget runs out, keeping
 the smallest model found so far. A kernel gets at most
-`solver.MAX_SHRINKS` small witnesses (the first asked for, in the
-analyses' deterministic order); later ones are Z3's first models.
+`solver.MAX_SHRINKS` small witnesses and `solver.MAX_SHRINK_QUERIES`
+checks for all of them together (the first asked for, in the analyses'
+deterministic order); later ones are Z3's first models.
 """
 
 from __future__ import annotations
@@ -94,16 +95,17 @@ def _pin_order(x) -> tuple:
     return (group, name.startswith("tid."), name)
 
 
-def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
+def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries: int = MAX_QUERIES):
     """A model of ``solver``'s assertions whose witness symbols are small
     (``model`` itself when none smaller is found); with ``keep``, of those
-    too (each holds in ``model``)."""
+    too (each holds in ``model``); and the checks it took (at most
+    ``max_queries``)."""
     try:
         syms = witness_symbols(z3, solver.assertions())
     except z3.Z3Exception:
-        return model
+        return model, 0
     if not syms:
-        return model
+        return model, 0
     best = model
     asked = 0
 
@@ -134,7 +136,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
                 hi = 1
             else:
                 lo = 1
-            while hi - lo > 1 and asked < MAX_QUERIES * 2 // 3:
+            while hi - lo > 1 and asked < max_queries * 2 // 3:
                 mid = (lo + hi) // 2 if hi <= 4 * max(lo, 1) else int((max(lo, 1) * hi) ** 0.5)
                 mid = min(max(mid, lo + 1), hi - 1)
                 if ask(*[_within(z3, x, mid) for x in syms]):
@@ -143,7 +145,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
                     lo = mid
         pins = [_within(z3, x, hi) for x in syms]
         for x in sorted(syms, key=_pin_order):
-            if asked >= MAX_QUERIES:
+            if asked >= max_queries:
                 break
             v = best.eval(x, model_completion=True)
             least = _least(x)
@@ -153,7 +155,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
             if ask(*pins, x == least):
                 pins.append(x == least)
         for d in "xyz":  # the block just large enough for the two threads
-            if asked >= MAX_QUERIES:
+            if asked >= max_queries:
                 break
             n = next((x for x in syms if x.decl().name() == f"ntid.{d}"), None)
             tids = [x for x in syms if x.decl().name() in (f"tid.{d}@t0", f"tid.{d}@t1")]
@@ -167,4 +169,4 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=()):
         pass  # the lint's budget is spent: the smallest model so far
     except z3.Z3Exception:
         pass
-    return best
+    return best, asked

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
 DEFAULT_RLIMIT = 10_000_000
 MAX_SHRINKS = 24  # witnesses made small per kernel (each costs a few more checks: `shrink`)
+# the further checks all of a kernel's witnesses may take together: a witness is
+# for a person to replay, and on a kernel with many findings over hard formulas
+# making every one small took longer than finding them (half of a 3,400-line
+# bisection sample's time); past it, witnesses are Z3's first models
+MAX_SHRINK_QUERIES = 40
 
 STATS = {"queries": 0, "sat": 0, "unsat": 0, "unknown": 0, "seconds": 0.0, "syntactic": 0}
 
@@ -64,14 +69,16 @@ def fresh_context() -> None:
     linted before it in the same process (a parallel run, the language
     server). The old context is freed with the last term that uses it."""
     _local.shrinks = MAX_SHRINKS
+    _local.shrink_queries = MAX_SHRINK_QUERIES
     if _z3 is not None:
         _local.ctx = None
 
 
 def fresh_witnesses() -> None:
     """Give the lint run that starts now (one per launch shape) its
-    `MAX_SHRINKS` small witnesses."""
+    `MAX_SHRINKS` small witnesses (and `MAX_SHRINK_QUERIES` checks for them)."""
     _local.shrinks = MAX_SHRINKS
+    _local.shrink_queries = MAX_SHRINK_QUERIES
 
 
 def z3mod():
@@ -114,15 +121,18 @@ class Verdict:
         got = self._small.get(key)
         if got is None:
             left = getattr(_local, "shrinks", MAX_SHRINKS)
-            if left <= 0:
+            queries = getattr(_local, "shrink_queries", MAX_SHRINK_QUERIES)
+            if left <= 0 or queries <= 0:
                 return self.model  # the kernel's witnesses past the first few stay as Z3 gave them
             _local.shrinks = left - 1
-            from tolk_lint.analysis.smt.shrink import shrink
+            from tolk_lint.analysis.smt.shrink import MAX_QUERIES, shrink
 
             base = self.model
             if keep and not all(_z3.is_true(base.eval(k, model_completion=True)) for k in keep):
                 return base  # not a model of the disjunct: nothing to start from
-            got = self._small[key] = shrink(_z3, self.solver, base, keep=keep)
+            got, asked = shrink(_z3, self.solver, base, keep=keep, max_queries=min(queries, MAX_QUERIES))
+            self._small[key] = got
+            _local.shrink_queries = queries - asked
         return got
 
 
