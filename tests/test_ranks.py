@@ -12,6 +12,9 @@ must leave to the solver. Each case's answer is known by reasoning:
 - ``base + 4 * rank + 4 * i`` with ``i`` a loop counter: two threads at
   different trips may meet: not proved.
 - a 16-bit multiply in the rank wraps: not proved.
+
+And which rank-indexed accesses stay inside their array for every block
+(`rank_in_bounds`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pytest
 
 from tolk_lint import engine
 from tolk_lint.analysis.memory.facts import memory_facts
-from tolk_lint.analysis.memory.ranks import RankReader, thread_private
+from tolk_lint.analysis.memory.ranks import RankReader, rank_in_bounds, thread_private
 
 HEAD = """.version 8.0
 .target sm_80
@@ -129,3 +132,20 @@ def test_two_accesses_need_the_same_base():
     store, load = sorted(shared, key=lambda x: x.order)
     assert thread_private(reader, store, store)
     assert not thread_private(reader, store, load)
+
+
+def test_rank_indices_in_bounds_for_every_block():
+    """``s + 8 * rank`` as 8-byte words: the last of 1,024 threads writes
+    bytes 8184..8191 of the 8,192-byte `s` (in bounds); with 16-byte steps it
+    would start at 16,368 (not proved); an offset of -8 leaves `s` for
+    thread 0 (not proved); a `.maxntid` of 512 is the bound used."""
+    def store(scale: int, offset: int) -> str:
+        return RANK + f"""	mul.lo.s32 %r13, %r12, {scale};
+	add.s32 %r14, %r6, %r13;
+	add.s32 %r15, %r14, {offset};
+	st.shared.u64 [%r15], 0;
+"""
+    for scale, offset, threads, inside in [(8, 0, 1024, True), (16, 0, 1024, False), (16, 0, 512, True),
+                                           (8, -8, 1024, False), (8, 8, 1024, False), (8, 8, 1023, True)]:
+        reader, [a] = accesses(store(scale, offset))
+        assert rank_in_bounds(reader, a, threads) is inside, (scale, offset, threads)

@@ -17,6 +17,11 @@ rank(t1))``, at least ``|c|`` bytes and at most 2^30: accesses at most
 ntid.x * tid.y`` alone repeats across ``tid.z`` of a block whose depth is
 not known to be 1.
 
+The same shape bounds an access without a launch shape (`rank_in_bounds`):
+``base + off + c * rank`` with ``off >= 0`` and ``c > 0`` stays within
+``off + c * (n - 1) + width`` bytes of the array, n at most 1024 (or the
+kernel's ``.maxntid``).
+
 `thread_private` checks that shape on the integer polynomial of each
 address (`address_poly`): monomials over ``tid.*``, ``ntid.*`` and atoms,
 with integer coefficients. Why the integers may stand in for the machine's
@@ -128,8 +133,8 @@ class RankReader:
         op, a = d.op, d.args
         if op is O.CONST:
             val = d.attrs.get("value")
-            if isinstance(val, bool) or not isinstance(val, int):
-                raise _Unread
+            if isinstance(val, bool) or not isinstance(val, int) or abs(val) >= 1 << 31:
+                raise _Unread  # (a constant that large can wrap a 64-bit step too)
             return {(): val} if val else {}
         if op is O.SPECIAL:
             name = str(d.attrs.get("name", "")).lstrip("%")
@@ -201,3 +206,29 @@ def thread_private(reader: RankReader, a: Access, b: Access) -> bool:
         return False
     c = _scale_of_rank(ta)
     return c is not None and max(a.width, b.width) <= abs(c) <= MAX_SCALE
+
+
+def rank_in_bounds(reader: RankReader, acc: Access, threads: int) -> bool:
+    """Whether every thread of a block of at most ``threads`` keeps ``acc``
+    inside its array: its byte offset (PTX, a 32-bit shared address) or its
+    index (Python, one dimension) is ``off + c * rank`` with ``off >= 0``,
+    ``c > 0``, and the last thread's access still inside."""
+    buf = acc.buffer
+    if buf is None or acc.fragment is not None or not 0 < threads <= 1024:
+        return False
+    if acc.index is not None:
+        if len(acc.index) != 1 or len(buf.shape) != 1 or not buf.shape[0]:
+            return False
+        p, limit = reader.address_poly(acc.index[0]), buf.shape[0] - 1
+    else:
+        if acc.addr is None or acc.base is None or buf.bytes is None or type_bits(acc.addr.type) != 32:
+            return False  # offsets are exact modulo 2^32 only (see the module's docstring)
+        pa, pb = reader.address_poly(acc.addr), reader.address_poly(acc.base)
+        p = None if pa is None or pb is None else _add(pa, pb, -1)
+        limit = buf.bytes - acc.width
+    if p is None:
+        return False
+    t, u = _thread_part(p)
+    c = _scale_of_rank(t)
+    off = _const(u)
+    return c is not None and off is not None and 0 < c <= MAX_SCALE and 0 <= off and off + c * (threads - 1) <= limit
