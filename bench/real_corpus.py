@@ -22,7 +22,10 @@ at the launches shown: a report there is defensible and counted apart.
    are timed (wall time, so with ``-j 2`` they share the machine).
 3. Sorts the error-level diagnostics (TL0xx apart) of each file:
    - *planted found*: the code of a ``planted:`` marker, on its line (for PTX,
-     the ``.cu`` line the diagnostic's ``origin`` names);
+     the ``.cu`` line the diagnostic's ``origin`` names), or with that line
+     among its related locations (a warp collective inside a device
+     function is reported at the collective, the call as a related
+     location: the marker sits at the call);
    - *latent*: the code of a ``latent:`` marker, on its line;
    - *twin extra*: anything else in a kernel that holds a planted marker;
    - *false alarm*: anything else, counted by code.  Thrust's and CUB's own
@@ -202,6 +205,33 @@ def source_line(diag: dict, source: Path) -> int | None:
     return where["line"] if same else None
 
 
+def diagnostic_lines(diag: dict, source: Path) -> list[int]:
+    """The lines of ``source`` a diagnostic names: its own (`source_line`),
+    then its related locations' (the JSON output's ``related``: each with
+    the ``path`` and ``line`` of its origin, or of its span without one),
+    each once."""
+    out = []
+    own = source_line(diag, source)
+    if own is not None:
+        out.append(own)
+    for rel in diag.get("related") or []:
+        if rel.get("line") is None:
+            continue
+        n = source_line({"path": rel.get("path"), "line": rel["line"]}, source)
+        if n is not None and n not in out:
+            out.append(n)
+    return out
+
+
+def planted_match(diag: dict, source: Path, planted: set[tuple[str, int]]) -> tuple[str, int] | None:
+    """The planted marker ``(code, line)`` a diagnostic finds: one of its
+    code on its own line or on one of its related locations' lines."""
+    for n in diagnostic_lines(diag, source):
+        if (diag["code"], n) in planted:
+            return (diag["code"], n)
+    return None
+
+
 def twin_names(marks: list[Marker], spans: dict[str, tuple[int, int]]) -> set[str]:
     """The kernels that hold a planted marker."""
     lines = [m.line for m in marks if m.kind == "planted"]
@@ -227,8 +257,9 @@ def sort_diagnostics(report: FileReport, diags: list[dict], source: Path, marks:
         if severity != "error" or code.startswith("TL0"):
             continue
         key = (code, source_line(d, source))
-        if key in planted:
-            found.add(key)
+        hit = planted_match(d, source, planted)
+        if hit is not None:
+            found.add(hit)
         elif key in latent:
             latent_hit.add(key)
         elif source_name(d.get("kernel")) in twins:

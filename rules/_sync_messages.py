@@ -4,10 +4,9 @@ locations), and the witness Z3 found."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
-from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path
+from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path, where  # noqa: F401 (where: re-exported)
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
@@ -31,21 +30,6 @@ def op_text(ins: Instr) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"`{text}`"
-
-
-def where(ins: Instr | None) -> str:
-    """``line 12`` of a Python kernel; for PTX, which file's: ``line 12 of
-    k.cu`` (its ``.loc``) or ``PTX line 57``."""
-    if ins is None or ins.span is None:
-        return "?"
-    if ins.origin is not None:
-        o = ins.origin.outermost()
-        if o.path != ins.span.path:
-            return f"line {o.line} of {os.path.basename(o.path)}"
-        return f"line {o.line}"
-    if ins.span.path.endswith(".ptx"):
-        return f"PTX line {ins.span.line}"
-    return f"line {ins.span.line}"
 
 
 def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup") -> tuple[Span, Origin | None, list[Related]]:

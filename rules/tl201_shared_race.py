@@ -70,6 +70,9 @@ from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
 
+MORE_NOTES = 6  # notes naming the other accesses a line races with, beyond the first
+
+
 class SharedRace(Rule):
     code = "TL201"
     name = "shared-race"
@@ -164,7 +167,7 @@ class SharedRace(Rule):
     ]
 
     def check(self, ctx: RuleContext):
-        from tolk_lint.analysis.memory import access_text, pretty_buffer, races_by_line, solver_note, verb
+        from tolk_lint.analysis.memory import access_at, access_text, pretty_buffer, races_by_line, solver_note, verb
 
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
@@ -184,7 +187,7 @@ class SharedRace(Rule):
                 verb_other = "writes" if other.writes and other.kind == "write" else (
                     "atomically updates" if other.kind == "atomic" else "reads")  # fmt: skip
                 msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: {access_text(later)} {verb_later} a word "
-                       f"of {buf} that another thread {verb_other} at line {other.line} with no barrier between "
+                       f"of {buf} that another thread {verb_other} with {access_at(other)}, with no barrier between "
                        "them")  # fmt: skip
             if r.same_value:
                 msg += " (both threads store the same value, which is still a data race in CUDA's memory model)"
@@ -196,11 +199,14 @@ class SharedRace(Rule):
                 msg += f" (assuming {assumed}; pass --block to give the exact shape)"
             related = [Related(f"the other access: {access_text(other)} {verb(other)} {buf} here",
                                other.instr.span, other.instr.origin)]  # fmt: skip
-            if len(group) > 1:
-                more = {g.other.line for g in group if g.other.line != other.line}
-                if more:
-                    related.append(Related("it also races with the accesses at line(s) " +
-                                           ", ".join(str(x) for x in sorted(more))))  # fmt: skip
+            # the other accesses it races with, one note each (with its span) per source line
+            more = {g.other.line: g.other for g in group if g.other.line != other.line}
+            for line in sorted(more)[:MORE_NOTES]:
+                o = more[line]
+                related.append(Related(f"it also races with {access_at(o)}, which {verb(o)} {buf}",
+                                       o.instr.span, o.instr.origin))  # fmt: skip
+            if len(more) > MORE_NOTES:
+                related.append(Related(f"and with {len(more) - MORE_NOTES} more accesses of {buf}"))
             data = {"kind": r.kind, "buffer": pretty_buffer(later.root or other.root), "solver": r.solver,
                     "other_line": other.line, "same_value": r.same_value}  # fmt: skip
             yield self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)

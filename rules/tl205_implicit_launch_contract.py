@@ -33,8 +33,11 @@ matter of shape: it stays an error, reported under the contract. A kernel
 with no natural contract keeps the errors of the lint without a shape.
 
 This diagnostic, one per kernel at its header, names the contract, the
-accesses that need it (each with a block outside the contract that breaks
-it) and how to declare it. The messages of the lint under the contract say
+accesses that need it (their lines, saying which file's: `lines 25, 27 of
+k.cu` for PTX compiled with `-lineinfo`, `PTX lines ...` without; each
+access as a note with a small block outside the contract that breaks it,
+the first one past a bound where that one does, such as `129x1x1` for
+`blockDim.x <= 128`) and how to declare it. The messages of the lint under the contract say
 they assume it. A kernel launched with `kernel.forall(n)` is not given a
 contract: Numba picks its block size (any one-dimensional size up to 1024
 threads), so it is linted under all of them. TL205 is inferred only while

@@ -1,7 +1,8 @@
 """Messages a person can act on: one finding per source line and rule (the
 copies nvcc unrolls are listed, not repeated), small witnesses, reason chains
 that never loop, declared-here at the declaration, and SARIF / GitHub
-annotations on the user's own CUDA C line.
+annotations on the user's own CUDA C line, and line numbers that say which
+file's they are (``line 5 of k.cu``, ``PTX line 13``).
 
 The CUDA C kernels are compiled with ``nvcc -ptx -lineinfo -arch=sm_80`` at
 test time (skipped when nvcc is missing); their answers follow from reading
@@ -10,6 +11,7 @@ them."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -249,3 +251,120 @@ def test_merge_copies_keeps_findings_without_an_origin_and_different_arrays():
     got = [(x.span.line, x.data.get("also_at")) for x in out]
     assert got == [(10, [30]), (20, None), (40, None), (50, None)]
     assert json.dumps(out[0].to_json())  # also_at is plain JSON
+
+
+# -- which file's line a message names -----------------------------------------------------
+
+LOOP_RACE = """\
+__global__ void loop_war(const float *x, float *out, int n)
+{
+    __shared__ float s[128];
+    int t = threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < n; ++k) {
+        s[t] = 2.0f * x[k * 128 + t];
+        __syncthreads();
+        acc += s[127 - t];
+    }
+    out[t] = acc;
+}
+
+void launch(const float *x, float *out, int n)
+{
+    loop_war<<<1, 128>>>(x, out, n);
+}
+"""
+
+NO_LAUNCH = """\
+__global__ void nolaunch(float *out, const float *in)
+{
+    __shared__ float buf[128];
+    int t = threadIdx.x;
+    buf[t] = in[t];
+    __syncthreads();
+    out[t] = buf[127 - t];
+}
+"""
+
+HAND_RACE = """\
+.version 8.0
+.target sm_80
+.address_size 64
+// tolk: launch block=(128,1,1)
+.visible .entry neighbour()
+{
+    .shared .align 4 .b8 s[512];
+    .reg .b32 %r<9>;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, s;
+    add.s32 %r4, %r3, %r2;
+    st.shared.u32 [%r4], %r1;
+    add.s32 %r5, %r1, 1;
+    and.b32 %r6, %r5, 127;
+    shl.b32 %r7, %r6, 2;
+    add.s32 %r8, %r3, %r7;
+    ld.shared.u32 %r5, [%r8];
+    ret;
+}
+"""
+
+# "line 5" with nothing saying which file's: what the messages must no longer say about PTX
+BARE_LINE = re.compile(r"(?<!PTX )\blines? \d+(?:, \d+)*(?!\d|, \d| of )")
+
+
+def test_where_says_which_files_line():
+    from types import SimpleNamespace
+
+    from tolk_lint.diagnostics import where, where_lines
+
+    cu = SimpleNamespace(span=Span("k.ptx", 40, 2), origin=Origin("/src/k.cu", 9, 5))
+    cu2 = SimpleNamespace(span=Span("k.ptx", 52, 2), origin=Origin("/src/k.cu", 7, 5))
+    ptx = SimpleNamespace(span=Span("k.ptx", 57, 2), origin=None)
+    py = SimpleNamespace(span=Span("k.py", 12, 5), origin=None)
+    assert where(cu) == "line 9 of k.cu"
+    assert where(ptx) == "PTX line 57"
+    assert where(py) == "line 12"
+    assert where(None) == "?"
+    assert where_lines([cu, cu2, ptx]) == "lines 7, 9 of k.cu and PTX line 57"
+    # a toolkit header's frame is passed over for the user's line that reaches it
+    header = SimpleNamespace(span=Span("k.ptx", 60, 2),
+                             origin=Origin("/usr/local/cuda/include/sm_30_intrinsics.hpp", 120, 3,
+                                           inlined_at=Origin("/src/k.cu", 11, 5)))  # fmt: skip
+    assert where(header) == "line 11 of k.cu"
+
+
+@pytest.mark.nvcc
+def test_a_race_names_the_other_access_and_its_cuda_line(tmp_path):
+    [d] = [d for d in _lint(_ptx(tmp_path, "race", RACE)) if d.code == "TL201"]
+    assert "writes with `st.shared.f32 " in d.message and "at line 5 of race.cu," in d.message, d.message
+    assert not BARE_LINE.search(d.message), d.message
+    [d] = [d for d in _lint(_ptx(tmp_path, "loopwar", LOOP_RACE)) if d.code == "TL201"]
+    # the trips of the witness name the loop by its line in the CUDA source
+    assert re.search(r"trip \d+ of the loop at line \d+ of loopwar\.cu", d.witness["description"]), d.witness
+    assert not BARE_LINE.search(d.message), d.message
+
+
+def test_hand_written_ptx_names_ptx_lines(tmp_path):
+    path = tmp_path / "hand.ptx"
+    path.write_text(HAND_RACE)
+    [d] = [d for d in _lint(path) if d.code == "TL201"]
+    assert "writes with `st.shared.u32 [%r4], %r1` at PTX line 13," in d.message, d.message
+    assert "comment at hand.ptx:4" in d.message, d.message
+
+
+@pytest.mark.nvcc
+def test_the_contract_names_the_cuda_lines_and_the_first_block_past_it(tmp_path):
+    [d] = [d for d in _lint(_ptx(tmp_path, "nolaunch", NO_LAUNCH)) if d.code == "TL205"]
+    assert "the shared or local accesses at lines 5, 7 of nolaunch.cu need it" in d.message, d.message
+    assert not BARE_LINE.search(d.message), d.message
+    assert [r.message.endswith("(for example a block of 129x1x1)") for r in d.related] == [True, True], d.related
+
+
+def test_the_contract_examples_are_the_smallest_blocks_past_it():
+    # a tiled matmul, 16x16: the solver's first blocks were 609x1x1 and 1x640x1
+    path = Path(__file__).parent.parent / "fixtures" / "numba" / "launch" / "matmul_docs_no_call_site.py"
+    [d] = [d for d in _lint(path) if d.code == "TL205"]
+    blocks = [re.search(r"a block of (\d+)x(\d+)x(\d+)\)$", r.message) for r in d.related]
+    assert blocks and all(b is not None for b in blocks), [r.message for r in d.related]
+    assert {tuple(int(x) for x in b.groups()) for b in blocks} <= {(17, 1, 1), (1, 17, 1)}

@@ -13,6 +13,7 @@ Fixes follow ruff: a list of non-overlapping text edits plus an
 from __future__ import annotations
 
 import enum
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,53 @@ def user_frame(origin: Origin | None) -> Origin | None:
     if not is_toolkit_path(frames[-1].path):
         return frames[-1]
     return next((f for f in frames if not is_toolkit_path(f.path)), None)
+
+
+def where(ins) -> str:
+    """How a message names the line of an instruction (an `Instr`), saying
+    which file's line it is: ``line 12`` of a Python kernel; for PTX,
+    ``line 88 of matrixMul.cu`` (its ``.loc``, the user's own frame past the
+    toolkit's headers) or ``PTX line 57`` when it has none."""
+    return where_lines([ins])
+
+
+def where_lines(instrs) -> str:
+    """`where` of several instructions at once: ``lines 25, 27 of k.cu``,
+    ``PTX lines 40, 52``, one group per file (in the order first met)."""
+    groups: dict[str, set[int]] = {}
+    for ins in instrs:
+        label, line = _file_and_line(ins)
+        if line:
+            groups.setdefault(label, set()).add(line)
+    parts = []
+    for label, lines in groups.items():
+        s = "s" if len(lines) > 1 else ""
+        shown = ", ".join(str(n) for n in sorted(lines))
+        if label == "PTX":
+            parts.append(f"PTX line{s} {shown}")
+        elif label:
+            parts.append(f"line{s} {shown} of {label}")
+        else:
+            parts.append(f"line{s} {shown}")
+    return " and ".join(parts) or "?"
+
+
+def _file_and_line(ins) -> tuple[str, int]:
+    """(``k.cu``, 88) for a PTX line with ``.loc``, (``PTX``, 57) for one
+    without, (``""``, 12) for a line of the linted source itself."""
+    span = ins.span if ins is not None else None
+    if span is None:
+        return "", 0
+    if ins.origin is not None:
+        o = user_frame(ins.origin) or ins.origin.outermost()
+        if o.path != span.path:
+            return os.path.basename(o.path), o.line
+        return "", ins.origin.outermost().line
+    block = getattr(ins, "block", None)
+    language = block.kernel.language if block is not None and block.kernel is not None else None
+    if language == "ptx" or (language is None and span.path.endswith(".ptx")):
+        return "PTX", span.line
+    return "", span.line
 
 
 # Codes that mean a file or a kernel was not (completely) analysed: a parse

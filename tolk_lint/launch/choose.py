@@ -101,7 +101,8 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
     if k.span is not None:
         got = comment_above(module.lines(), k.span.line, "//", skip=_ptx_header)
         if got is not None:
-            c = comment_shape(got[0], got[1], module.path)
+            # named by the file, as the CUDA source's lines are: `k.ptx:9`, not a bare line 9
+            c = comment_shape(got[0], got[1], module.path, os.path.basename(module.path))
             if c is not None:
                 out.append(c)
     t = triton_shape(module, k)

@@ -71,7 +71,7 @@ class Need:
 def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
     """The findings of ``codes`` the memory facts hold, each with its
     question; None when one has none (the solver could not encode it)."""
-    from tolk_lint.analysis.memory import access_text, pretty_buffer  # the memory analysis: only when inferring
+    from tolk_lint.analysis.memory import access_at, access_text, pretty_buffer  # the memory analysis: only when inferring
 
     out: list[Need] = []
     if "TL202" in codes:
@@ -91,7 +91,7 @@ def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
                 return None
             ins = r.later.instr
             block = (r.witness or {}).get("block")
-            text = f"{access_text(r.later)} races with the access at line {r.other.line}"
+            text = f"{access_text(r.later)} races with {access_at(r.other)}"
             key = ("TL201",) + tuple(sorted((user_line(r.later.instr), user_line(r.other.instr))))
             out.append(Need("TL201", r.goal[0], r.goal[1], _line(ins), text, ins, _block_words(block), key))
     return out

@@ -15,7 +15,7 @@ import logging
 import traceback
 
 from tolk_lint import budget
-from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Related, Severity
+from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Related, Severity, where_lines
 from tolk_lint.ir.nodes import Kernel, Module
 from tolk_lint.launch.choose import FOR_EVERY_BLOCK, definition_origin, forget, use
 from tolk_lint.launch.contract import CODES, Inference, Need, inferred_shape, needs_of, user_line
@@ -26,6 +26,9 @@ from tolk_lint.registry import selected
 log = logging.getLogger("tolk_lint.launch")
 
 ROUNDS = 2  # contracts derived per kernel: the second adds the findings the first lint under one showed
+SHOWN_LINES = 6  # the lines named in the message (the related notes say the rest)
+EXAMPLES = 8  # the accesses shown as related notes, each with a block outside the contract that breaks it
+MAX_PROBES = 4  # blocks asked about per access shown, for its example
 
 
 def infer(module: Module, k: Kernel, settings, run, diags: list[Diagnostic]) -> tuple[LaunchShape, list[Diagnostic]] | None:
@@ -82,7 +85,7 @@ def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tup
             return None
         if not any(d.code in codes and (d.code, d.span.line) not in stays for d in diags):
             log.debug("launch contract of %s: %s after %d questions", k.name, shape.what(), inf.questions)
-            return shape, diags + [tl205(module, k, shape, fixable, everywhere)]
+            return shape, diags + [tl205(module, k, shape, fixable, everywhere, inf)]
         more = needs_of(k._cache["memory"], codes)
         if more is None:
             return None
@@ -90,30 +93,88 @@ def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tup
     return None
 
 
-def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], everywhere: list[Need]) -> Diagnostic:
+def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], everywhere: list[Need],
+          inf: Inference) -> Diagnostic:
     """TL205 at the kernel's header: the contract, which accesses need it, how to declare it."""
     c = shape.contract
     block = shape.block
     what = c.describe() if c is not None else f"blockDim.x == {block[0]} (blockDim.y = blockDim.z = 1)"  # type: ignore[index]
     largest = c.largest() if c is not None else block
-    lines = sorted({user_line(n.instr) for n in needs})
-    shown = ", ".join(str(x) for x in lines[:6]) + (" ..." if len(lines) > 6 else "")
+    # one access per source line, in line order: the message names the lines, which file's they are
+    by_line = {user_line(n.instr): n.instr for n in sorted(needs, key=lambda n: user_line(n.instr))}
+    shown = where_lines(list(by_line.values())[:SHOWN_LINES]) + (" ..." if len(by_line) > SHOWN_LINES else "")
     message = (f"kernel {_name(k)} is race-free and in bounds only for blocks with {what}: no launch shape is "
                f"given ({_nothing_gives(k)}), so it is linted under that contract; the shared or local accesses at "
-               f"line{'s' if len(lines) > 1 else ''} {shown} need it; declare it with "
+               f"{shown} need it; declare it with "
                f"{_declarations(k, largest, c)}")  # type: ignore[arg-type]  # fmt: skip
     if everywhere:
         message += f" ({len(everywhere)} finding(s) hold for every block and are still reported)"
     related = []
-    for n in needs[:8]:
-        ex = f" (for example {n.example})" if n.example else ""
-        related.append(Related(f"{n.text} outside the contract{ex}", n.instr.span, n.instr.origin))
+    for n in needs[:EXAMPLES]:
+        example = _smallest_example(inf, n, shape)
+        ex = "a block of {}x{}x{}".format(*example) if example else n.example
+        related.append(Related(f"{n.text} outside the contract" + (f" (for example {ex})" if ex else ""),
+                               n.instr.span, n.instr.origin))  # fmt: skip
     data = {"contract": c.to_json() if c is not None else {"family": "exact", "block": list(block or ())},
             "needed_by": [{"code": n.code, "line": n.line} for n in needs],
             "suggested_block": list(largest) if largest else None}  # fmt: skip
     origin = definition_origin(module, k)  # a PTX entry's definition in its CUDA source
     return Diagnostic("TL205", Severity.WARNING, message, k.span, kernel=k.name, origin=origin,  # type: ignore[arg-type]
                       related=related, data=data, name="implicit-launch-contract")  # fmt: skip
+
+
+def _smallest_example(inf: Inference, n: Need, shape: LaunchShape) -> tuple[int, int, int] | None:
+    """A small block outside the contract for which the finding ``n`` holds:
+    the first size past a bound (``129x1x1`` for ``blockDim.x <= 128``, not
+    the solver's first ``213x1x1``), else a round one (`_candidates`).
+    Each is asked with the block a constant, which the solver settles
+    quickly, and at most `MAX_PROBES` are asked; None when none holds (the
+    finding's own witness is shown instead)."""
+    from tolk_lint.analysis.memory.query import solve_bv  # the memory analysis: only when inferring
+
+    q = n.query
+    z3, ntid = q.z3, q.enc.ntid
+    for block in _candidates(shape, inf.dims, inf.limit)[:MAX_PROBES]:
+        inf.questions += 1
+        fixed = [ntid[d] == block[d] for d in range(3)]
+        try:
+            v = solve_bv(q.enc, z3.And(*fixed, n.expr), max(1, inf.rlimit // 4))
+        except budget.BudgetExceeded:
+            return None  # the contract is proved: an example is not worth losing it over
+        if v.status == "sat":
+            return block
+        if v.status != "unsat":
+            return None  # too hard with the block given: it will be no easier with the next
+    return None
+
+
+def _candidates(shape: LaunchShape, dims: list[int], limit: int) -> list[tuple[int, int, int]]:
+    """Blocks outside the contract worth showing, fewest threads first:
+    one past each bound with the other dimensions at 1, then at their
+    bounds; for a power-of-two contract the sizes 3 * 2**k below its bound;
+    for an exact size, half and twice it."""
+    c = shape.contract
+    bounds = c.dims if c is not None else shape.block
+    out: list[tuple[int, int, int]] = []
+    for d in dims:
+        for others in (1, None):  # None: the other dimensions the kernel reads at their bounds
+            b = [1, 1, 1]
+            for e in dims:
+                if e != d and others is None:
+                    b[e] = bounds[e]  # type: ignore[index]
+            b[d] = bounds[d] + 1  # type: ignore[index]
+            out.append((b[0], b[1], b[2]))
+    if c is not None and c.pow2:
+        out += [(3 << k, 1, 1) for k in range(10) if 3 << k < c.dims[0]]
+    if c is None and shape.block is not None:
+        size = shape.block[0]
+        out += [(size // 2, 1, 1), (size * 2, 1, 1)]
+    if c is not None and c.family == "product":
+        x, y, z = c.largest()
+        out.append((x, y + 1, z) if y > 1 else (x + 1, y, z))
+    inside = c.admits if c is not None else (lambda b: b == shape.block)
+    keep = {b for b in out if not inside(b) and all(x >= 1 for x in b) and b[0] * b[1] * b[2] <= limit}
+    return sorted(keep, key=lambda b: (b[0] * b[1] * b[2], b[::-1]))  # x first among equals
 
 
 def _nothing_gives(k: Kernel) -> str:

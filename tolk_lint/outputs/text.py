@@ -86,6 +86,9 @@ def render_one(d: Diagnostic, source_lines: list[str], color: bool = False, supp
     for r in d.related:
         loc = r.origin.outermost() if r.origin is not None else None
         where = f"{loc.path}:{loc.line}" if loc else (f"{r.span.path}:{r.span.line}" if r.span else "")
+        if loc and r.span is not None and r.span.path != loc.path:  # a PTX line with `.loc`: both lines
+            where += f" (PTX line {r.span.line})" if r.span.path.endswith(".ptx") else \
+                f" ({os.path.basename(r.span.path)}:{r.span.line})"  # fmt: skip
         out.append(f"  = note: {where + ': ' if where else ''}{r.message}")
     also = also_at_text(d)
     if also:

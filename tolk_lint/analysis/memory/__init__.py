@@ -37,9 +37,9 @@ it):
 - `phrases`: phrases the memory rules share.
 - `facts`: `MemoryFacts`, the facade the rules read.
 
-Imports: the IR (`tolk_lint.ir`), and `tolk_lint.analysis.buffers`,
-`uniform`, `uniformity_info` and `smt`; never the rules, the registry or the
-engine.
+Imports: the IR (`tolk_lint.ir`), `tolk_lint.analysis.buffers`,
+`uniform`, `uniformity_info` and `smt`, and `tolk_lint.diagnostics.where`
+(how messages name a line); never the rules, the registry or the engine.
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ from tolk_lint.analysis.memory.copies import PendingWalk
 from tolk_lint.analysis.memory.core import STATS
 from tolk_lint.analysis.memory.facts import MemoryFacts, memory_facts
 from tolk_lint.analysis.memory.phases import Phases
-from tolk_lint.analysis.memory.phrases import access_text, solver_note, verb
+from tolk_lint.analysis.memory.phrases import access_at, access_text, solver_note, verb
 from tolk_lint.analysis.memory.race_findings import Race, races_by_line
 
 __all__ = [
     "STATS", "Access", "BankConflict", "MemoryFacts", "OutOfBounds", "PendingWalk", "Phases", "Race",
-    "access_text", "collect_accesses", "memory_facts", "pretty_buffer", "races_by_line", "solver_note",
+    "access_at", "access_text", "collect_accesses", "memory_facts", "pretty_buffer", "races_by_line", "solver_note",
     "source_key", "verb",
 ]  # fmt: skip

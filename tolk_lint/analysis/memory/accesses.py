@@ -10,7 +10,7 @@ the stride given). Python accesses also keep their index tuple (bounds per
 dimension; Numba wraps ``-n..-1``).
 
 Also here: how a finding names an instruction, a buffer and a source line
-(`instr_text`, `pretty_buffer`, `source_key`, `block_line`).
+(`instr_text`, `pretty_buffer`, `source_key`, `block_line`, `block_where`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tolk_lint.diagnostics import where
 from tolk_lint.ir.cfg import Loop
 from tolk_lint.ir.nodes import Buffer, Instr, Kernel, Value, type_bits
 from tolk_lint.ir.opcodes import Opcode
@@ -350,12 +351,28 @@ def source_key(ins: Instr) -> tuple:
 
 
 def block_line(x) -> int:
+    """The source line of a block (or a loop's header): its first located instruction's."""
+    return _line(_first_located(x))
+
+
+def block_where(x) -> str:
+    """A block's (or a loop's header's) line in a message's words: ``line 7
+    of k.cu``, ``PTX line 40`` (`tolk_lint.diagnostics.where`). The first
+    instruction with a ``.loc`` is named, when one has it: nvcc puts the
+    label and the counters' moves of a loop's header before its first
+    ``.loc``, and the user's line says more than the PTX line of those."""
+    b = x.header if isinstance(x, Loop) else x
+    own = next((ins for ins in b.instrs if ins.span is not None and ins.origin is not None), None)
+    return where(own or _first_located(x))
+
+
+def _first_located(x) -> Instr | None:
     b = x.header if isinstance(x, Loop) else x
     for ins in b.instrs:
         if ins.span is not None:
-            return _line(ins)
+            return ins
     for s in b.succs:
         for ins in s.instrs:
             if ins.span is not None:
-                return _line(ins)
-    return 0
+                return ins
+    return None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from tolk_lint import budget
 from tolk_lint.analysis import smt
-from tolk_lint.analysis.memory.accesses import block_line, pretty_buffer, source_key
+from tolk_lint.analysis.memory.accesses import block_line, block_where, pretty_buffer, source_key
 from tolk_lint.analysis.memory.evaluator import Unevaluable, sym_add
 from tolk_lint.analysis.memory.query import Query, model_value
 from tolk_lint.analysis.memory.ranks import RankReader, rank_in_bounds
@@ -125,7 +125,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         w["threads"] = [t0]
         w.pop("trips", None)
         trips = {f"loop@{block_line(lp)}": model_value(m, e) for lp, e in tr.items()}
-        trips = {k.replace("loop@", "loop@"): v for k, v in trips.items()}
+        loops = {f"loop@{block_line(lp)}": block_where(lp) for lp in tr}  # each key's loop, in words
         if trips:
             w["trips"] = trips
         desc = f"thread {t0[0] if not (t0[1] or t0[2]) else '(' + ','.join(map(str, t0)) + ')'}"
@@ -133,7 +133,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
             bl = w["block"]
             desc += f" of a block of {bl[0]}x{bl[1]}x{bl[2]}"
         if trips:
-            desc += " at " + ", ".join(f"trip {k} of the loop at line {lp.split('@')[1]}" for lp, k in trips.items())
+            desc += " at " + ", ".join(f"trip {k} of the loop at {loops[lp]}" for lp, k in trips.items())
         inputs = w.get("inputs") or {}
         if inputs:
             desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))

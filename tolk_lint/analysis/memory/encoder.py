@@ -8,9 +8,9 @@ branch condition, `loops.latch_selected_ivs`) as the induction variables
 they are, a counter stepped by a value the launch does not fix as an
 uninterpreted product (`MemoryEncoder._strided`), a counter proved to move
 with another through it (`invariants`), the loop-carried values of nvcc's
-unrolled copy loops exact, ``2 ** e`` as a shift, loads of one word in one
-stretch of code as one value (`load_regions`), and Numba's integers as the
-64-bit integers they are.
+unrolled copy loops exact, ``2 ** e`` as a shift, PTX's ``bmsk`` as the mask
+it makes, loads of one word in one stretch of code as one value
+(`load_regions`), and Numba's integers as the 64-bit integers they are.
 """
 
 from __future__ import annotations
@@ -102,6 +102,11 @@ class MemoryEncoder(smt.Encoder):
             x = d.attrs.get("value")
             if isinstance(x, (int, float)) and float(x).is_integer():
                 return z3.BitVecVal(int(x), 64)
+        if d is not None and d.op is O.CVT and d.args and is_float(a.type) and not is_float(d.args[0].type) \
+                and d.args[0].type != "pred":  # fmt: skip
+            # an integer the front end converted to the element's guessed float type
+            # (`key & ((1 << w) - 1)`): the integer it is, not a free float
+            return self.fit(self._bv(self.enc(d.args[0], t)), 64, is_signed(d.args[0].type))
         e = self._bv(self.enc(a, t))
         return e if e.size() == 64 else self.fit(e, 64, True)
 
@@ -113,6 +118,8 @@ class MemoryEncoder(smt.Encoder):
         if self.python and d.op is O.CVT and d.args and not is_float(v.type) and self._int_float(d.args[0]):
             return self.fit(self.enc(d.args[0], t), self.width(v.type), True)
         got = self._power_of_two(d, v, t)
+        if got is None:
+            got = self._bit_mask(d, v, t)
         if got is not None:
             return got
         return super()._arith(d, v, t)
@@ -138,6 +145,31 @@ class MemoryEncoder(smt.Encoder):
         amount = e * bits
         other = super()._arith(d, v, t)
         return z3.If(z3.And(e >= 0, e < (w - 1) // bits), z3.BitVecVal(1, w) << amount, other)
+
+    def _bit_mask(self, d: Instr, v: Value, t: int):
+        """PTX's ``bmsk.{clamp,wrap}.b32 d, a, b``: ``b`` ones from bit ``a``
+        (PTX ISA: with ``.clamp`` both taken up to 32, with ``.wrap`` modulo
+        32; ``mask0 = ~0 << a``, ``mask1 = a + b < 32 ? ~0 << (a + b) : 0``,
+        ``d = mask0 & ~mask1``). CUB's radix sort takes a key's digit with it
+        (``key >> bit & bmsk(0, min(bits left, 4))``) and indexes its
+        shared counters by the digit: a free function there is an index
+        anywhere in shared memory."""
+        if d.op is not O.PURE or d.attrs.get("fn") != "bmsk" or len(d.args) != 2 or type_bits(v.type) != 32:
+            return None
+        mode = next((m for m in ("clamp", "wrap") if f"bmsk.{m}" in (d.text or "")), None)
+        if mode is None:  # the front end keeps the mode only in the statement's text
+            return None
+        z3 = self.z3
+        a, b = (self.fit(self._bv(self.enc(x, t)), 32) for x in d.args)
+        if mode == "wrap":
+            a, b = a & 31, b & 31
+        else:
+            a = z3.If(z3.UGT(a, 32), z3.BitVecVal(32, 32), a)
+            b = z3.If(z3.UGT(b, 32), z3.BitVecVal(32, 32), b)
+        ones = z3.BitVecVal(0xFFFFFFFF, 32)
+        end = a + b  # at most 64: no wrap
+        mask1 = z3.If(z3.ULT(end, 32), ones << end, z3.BitVecVal(0, 32))
+        return (ones << a) & ~mask1  # Z3's shift by 32 or more is 0, as bmsk's start at 32 is no bits
 
     def _header_phi(self, lp, d, v, t):
         if self.state is not None and v in self.state:

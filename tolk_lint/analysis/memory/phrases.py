@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tolk_lint.analysis.memory.accesses import instr_text
+from tolk_lint.diagnostics import where
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -16,13 +17,29 @@ O = Opcode
 
 
 def access_text(a: Access) -> str:
-    """How a message names an access: the PTX statement, or the Python line."""
+    """How a message names the access it points at: the PTX statement, or
+    the Python line (a Python statement is not worth quoting: its line is)."""
     ins = a.instr
-    k = ins.block.kernel if ins.block is not None else None
-    if k is not None and k.language == "python":
-        kind = {"read": "the load", "write": "the store", "atomic": "the atomic", "copy": "the async copy"}[a.kind]
-        return f"{kind} at line {a.line}"
+    if _python(a):
+        return f"{_KIND[a.kind]} at {where(ins)}"
     return f"`{instr_text(ins)}`"
+
+
+def access_at(a: Access) -> str:
+    """How a message names an access it does not point at (the other side
+    of a race): the PTX statement and which file's line it is (``line 88 of
+    matrixMul.cu``, or ``PTX line 57`` without ``.loc``), or the Python line."""
+    if _python(a):
+        return access_text(a)
+    return f"`{instr_text(a.instr)}` at {where(a.instr)}"
+
+
+_KIND = {"read": "the load", "write": "the store", "atomic": "the atomic", "copy": "the async copy"}
+
+
+def _python(a: Access) -> bool:
+    k = a.instr.block.kernel if a.instr.block is not None else None
+    return k is not None and k.language == "python"
 
 
 def verb(a: Access) -> str:

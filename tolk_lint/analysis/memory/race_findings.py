@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from tolk_lint.analysis import smt
-from tolk_lint.analysis.memory.accesses import block_line, pretty_buffer
+from tolk_lint.analysis.memory.accesses import block_line, block_where, pretty_buffer
 from tolk_lint.analysis.memory.concrete import q0_trips
 from tolk_lint.analysis.memory.evaluator import Unevaluable, addr_terms
 from tolk_lint.analysis.memory.phases import vec_repr
@@ -137,10 +137,7 @@ def direct_race(mf: MemoryCore, a: Access, b: Access, hint, code: str, walks, sa
                 w["offset"] = cs[h0] - cbase
     except Unevaluable:
         pass
-    trips = {}
-    for label, tr in (("first", tra), ("second", trb)):
-        if tr:
-            trips[label] = {f"loop@{block_line(lp.header)}": v for lp, v in tr.items()}
+    trips, loops = _trips(tra, trb)
     if trips:
         w["trips"] = trips
     same_value = False
@@ -153,7 +150,7 @@ def direct_race(mf: MemoryCore, a: Access, b: Access, hint, code: str, walks, sa
             same_value = xa[0] == xb[0] and va_ == vb_ and not is_float(a.instr.args[1].type)
         except Unevaluable:
             pass
-    w["description"] = _describe(mf, w, a, b, same_thread)
+    w["description"] = _describe(mf, w, a, b, same_thread, loops)
     walk = walks.get(copy) if (walks and copy is not None) else None
     return Race(code, kind, later, other, copy, same_thread, same_value, w, "sat", "", walk)
 
@@ -222,10 +219,7 @@ def _witness(mf: MemoryCore, q: Query, model, a: Access, trips_a, b: Access, tri
     except Exception:  # noqa: BLE001
         pass
     extra["buffer"] = pretty_buffer(a.root or b.root)
-    trips = {}
-    for label, tr, acc in (("first", trips_a, a), ("second", trips_b, b)):
-        if tr:
-            trips[label] = {f"loop@{block_line(lp.header)}": v for lp, v in tr.items()}
+    trips, loops = _trips(trips_a, trips_b)
     w = smt.witness_of(enc, model, extra)
     if trips:
         w["trips"] = trips
@@ -233,12 +227,28 @@ def _witness(mf: MemoryCore, q: Query, model, a: Access, trips_a, b: Access, tri
         w.pop("trips", None)
     if same_thread:
         w["threads"] = [w["threads"][0]]
-    w["description"] = _describe(mf, w, a, b, same_thread)
+    w["description"] = _describe(mf, w, a, b, same_thread, loops)
     return w
 
 
-def _describe(mf: MemoryCore, w: dict, a: Access, b: Access, same_thread: bool) -> str:
-    """The witness in words: the threads, the element or offset, the trips, the inputs."""
+def _trips(first: dict, second: dict) -> tuple[dict, dict[str, str]]:
+    """Each thread's trip of each loop, keyed ``loop@<line>`` (the witness's
+    JSON), and each key's loop in a message's words (``line 7 of k.cu``)."""
+    trips: dict = {}
+    loops: dict[str, str] = {}
+    for label, tr in (("first", first), ("second", second)):
+        if tr:
+            trips[label] = {}
+            for lp, v in tr.items():
+                key = f"loop@{block_line(lp.header)}"
+                trips[label][key] = v
+                loops[key] = block_where(lp.header)
+    return trips, loops
+
+
+def _describe(mf: MemoryCore, w: dict, a: Access, b: Access, same_thread: bool, loops: dict[str, str]) -> str:
+    """The witness in words: the threads, the element or offset, the trips
+    (``loops`` names each loop of ``w["trips"]``), the inputs."""
     def th(x):
         x = tuple(x)
         return "(" + ",".join(str(i) for i in x) + ")" if (len(x) > 1 and (x[1] or x[2])) else str(x[0])
@@ -260,7 +270,8 @@ def _describe(mf: MemoryCore, w: dict, a: Access, b: Access, same_thread: bool) 
     tparts = []
     for label in ("first", "second"):
         for loop, k in (trips.get(label) or {}).items():
-            tparts.append(f"{'thread ' + th(ts[0]) if label == 'first' or same_thread else 'thread ' + th(ts[1] if len(ts) > 1 else ts[0])} at trip {k} of the {loop.replace('loop@', 'loop at line ')}")
+            who = th(ts[0]) if label == "first" or same_thread else th(ts[1] if len(ts) > 1 else ts[0])
+            tparts.append(f"thread {who} at trip {k} of the loop at {loops.get(loop, 'line ' + loop[5:])}")
     if tparts:
         desc += " (" + "; ".join(dict.fromkeys(tparts)) + ")"
     inputs = w.get("inputs") or {}
