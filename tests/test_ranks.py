@@ -53,11 +53,15 @@ RANK = """	mul.lo.s32 %r10, %r5, %r3;
 """
 
 
-def accesses(body: str):
+def facts_of(body: str):
     module = engine.parse(HEAD + body + TAIL, "k.ptx")
     engine.prepare(module, engine.DEFAULT_SETTINGS)
     [k] = module.kernels
-    mf = memory_facts(k, module, engine.DEFAULT_SETTINGS)
+    return memory_facts(k, module, engine.DEFAULT_SETTINGS)
+
+
+def accesses(body: str):
+    mf = facts_of(body)
     return RankReader(mf), mf.shared
 
 
@@ -149,3 +153,25 @@ def test_rank_indices_in_bounds_for_every_block():
                                            (8, -8, 1024, False), (8, 8, 1024, False), (8, 8, 1023, True)]:
         reader, [a] = accesses(store(scale, offset))
         assert rank_in_bounds(reader, a, threads) is inside, (scale, offset, threads)
+
+
+def test_dimensions_read_only_for_the_rank():
+    """nvcc tests `thread_rank() == 0` as `(tz * ny + ty) * nx != -tx`: tid.y
+    and tid.z are read only for the rank, and the kernel is taken as flat
+    (`MemoryCore.tid_dims` is x alone). A kernel that also indexes by tid.y
+    keeps y (and a rank stored as an index keeps nothing out)."""
+    rank_compare = """	mad.lo.s32 %r10, %r5, %r3, %r2;
+	mul.lo.s32 %r11, %r10, %r4;
+	neg.s32 %r12, %r1;
+	setp.ne.s32 %p, %r11, %r12;
+	shl.b32 %r13, %r1, 2;
+	add.s32 %r14, %r6, %r13;
+	@%p bra $L_done;
+	st.shared.u32 [%r14], 0;
+$L_done:
+"""
+    mf = facts_of(rank_compare)
+    assert mf.rank_only == {"y", "z"} and mf.tid_dims == {"x"}
+    also_y = rank_compare.replace("	shl.b32 %r13, %r1, 2;", "	add.s32 %r15, %r1, %r2;\n	shl.b32 %r13, %r15, 2;")
+    mf = facts_of(also_y)
+    assert mf.rank_only == {"z"} and mf.tid_dims == {"x", "y"}

@@ -27,6 +27,7 @@ from tolk_lint.analysis.memory.loops import (
 from tolk_lint.analysis.memory.order import ProgramOrder
 from tolk_lint.analysis.memory.phases import Phases
 from tolk_lint.analysis.memory.query import Query, solve_bv
+from tolk_lint.analysis.memory.ranks import RankReader, rank_only_dims
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Kernel, Module, Value
 from tolk_lint.ir.opcodes import Opcode
@@ -78,6 +79,10 @@ class MemoryCore:
         self.concrete_cleared = 0  # pairs and accesses the concrete pass cleared without the solver
         self._info = None
         self._phases: Phases | None = None
+        # a kernel that reads tid.y / tid.z only for its linear rank (cooperative
+        # groups' thread_rank()) is indexed by tid.x: flat, like one that never reads them
+        self.rank_only = rank_only_dims(RankReader(self), kernel) if self.tid_dims & {"y", "z"} else set()
+        self.tid_dims -= self.rank_only
         self.queries = 0  # questions asked of the solver
         self.seconds = 0.0  # spent computing the facts
         self.unknown = 0  # questions the solver gave up on
@@ -195,6 +200,8 @@ class MemoryCore:
         if lb.reqntid:
             return f"a block of {'x'.join(str(x) for x in lb.reqntid)} threads (.reqntid)"
         flat = "" if ("y" in self.tid_dims or "z" in self.tid_dims) else ", one-dimensional as the kernel reads only tid.x"
+        if flat and self.rank_only:
+            flat = ", one-dimensional as the kernel reads tid.y and tid.z only for its linear thread rank"
         if lb.max_threads:
             src = ".maxntid" if lb.maxntid else (lb.source or "the configured bounds")
             return f"a block of at most {lb.max_threads} threads ({src}{flat})"

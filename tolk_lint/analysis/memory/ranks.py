@@ -22,6 +22,11 @@ The same shape bounds an access without a launch shape (`rank_in_bounds`):
 ``off + c * (n - 1) + width`` bytes of the array, n at most 1024 (or the
 kernel's ``.maxntid``).
 
+A kernel that reads ``tid.y`` or ``tid.z`` only to compute its linear rank
+(`rank_only_dims`: cooperative groups' ``thread_rank()`` inside a kernel
+indexed by ``threadIdx.x``) is taken to be launched with flat blocks, as
+one that never reads them is (`MemoryCore.tid_dims`).
+
 `thread_private` checks that shape on the integer polynomial of each
 address (`address_poly`): monomials over ``tid.*``, ``ntid.*`` and atoms,
 with integer coefficients. Why the integers may stand in for the machine's
@@ -232,3 +237,54 @@ def rank_in_bounds(reader: RankReader, acc: Access, threads: int) -> bool:
     c = _scale_of_rank(t)
     off = _const(u)
     return c is not None and off is not None and 0 < c <= MAX_SCALE and 0 <= off and off + c * (threads - 1) <= limit
+
+
+_PASS_THROUGH = frozenset({O.ADD, O.SUB, O.MUL, O.MAD, O.SHL, O.CVT, O.PURE})
+
+
+def rank_only_dims(reader: RankReader, kernel) -> set[str]:
+    """The dimensions (``y``, ``z``) whose thread index the kernel reads only
+    on the way to its linear rank: every use of ``tid.y`` feeds arithmetic
+    that ends in a value whose thread part is a multiple of `RANK`, or in a
+    comparison of two values that differ by one."""
+    users: dict = {}
+    reads: dict[str, list] = {"y": [], "z": []}
+    for ins in kernel.instrs():
+        for a in ins.args:
+            users.setdefault(a, []).append(ins)
+        if ins.op is O.SPECIAL and ins.results:
+            name = str(ins.attrs.get("name", "")).lstrip("%")
+            if name in ("tid.y", "tid.z"):
+                reads[name[-1]].append(ins.result)
+    verdict: dict = {}
+
+    def feeds_rank(v, depth: int = 0) -> bool:
+        if v in verdict:
+            return verdict[v]
+        verdict[v] = False  # a cycle does not end in a rank
+        ok = depth < 16 and bool(users.get(v))
+        for u in users.get(v, ()):
+            if not ok:
+                break
+            r = u.results[0] if u.results else None
+            if u.op is O.CMP and len(u.args) == 2:
+                # nvcc tests `thread_rank() == 0` as `(tz * ny + ty) * nx != -tx`: a comparison of the rank
+                ok = _compares_rank(reader, u.args[0], u.args[1])
+            elif r is None or u.op not in _PASS_THROUGH:
+                ok = False
+            elif not _is_rank(reader, r):
+                ok = feeds_rank(r, depth + 1)
+        verdict[v] = ok
+        return ok
+
+    return {d for d, vs in reads.items() if vs and all(feeds_rank(v) for v in vs)}
+
+
+def _is_rank(reader: RankReader, v) -> bool:
+    p = reader.address_poly(v)
+    return p is not None and _scale_of_rank(_thread_part(p)[0]) is not None
+
+
+def _compares_rank(reader: RankReader, a, b) -> bool:
+    pa, pb = reader.address_poly(a), reader.address_poly(b)
+    return pa is not None and pb is not None and _scale_of_rank(_thread_part(_add(pa, pb, -1))[0]) is not None
