@@ -185,6 +185,19 @@ def budget_hits(diags: list[dict]) -> int:
     return len(named) + unnamed
 
 
+def budget_kinds(diags: list[dict]) -> dict[str, int]:
+    """The kernels of `budget_hits` by the budget that ran out: "time" (the
+    file's or the kernel's), "memory" (the process's resident memory), or
+    "other" (cancelled)."""
+    kinds: dict[str, str] = {}
+    for n, d in enumerate(diags):
+        if d.get("code") == "TL005":
+            reason = str((d.get("data") or {}).get("reason", ""))
+            kind = "memory" if "memory budget" in reason else "time" if "time budget" in reason else "other"
+            kinds[d.get("kernel") or f"#{n}"] = kind
+    return {k: list(kinds.values()).count(k) for k in sorted(set(kinds.values()))}
+
+
 def code_counts(diags: list[dict]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for d in diags:
@@ -203,6 +216,7 @@ class Timing:
     lint_s: list[float] = field(default_factory=list)
     ptxas_s: list[float] = field(default_factory=list)
     tl005: int = 0
+    tl005_kinds: dict[str, int] = field(default_factory=dict)  # of the round with the most
     codes: dict[str, int] = field(default_factory=dict)
     failure: str | None = None
 
@@ -225,7 +239,8 @@ def lint_round(path: Path, budget_s: float, t: Timing) -> None:
     if diags is None:
         t.failure = failure
     else:
-        t.tl005 = max(t.tl005, budget_hits(diags))
+        if budget_hits(diags) >= t.tl005:
+            t.tl005, t.tl005_kinds = budget_hits(diags), budget_kinds(diags)
         t.codes = code_counts(diags)
 
 
@@ -267,6 +282,12 @@ def markdown(header: list[str], rows: list[list[str]]) -> str:
 
 def seconds(s: float | None) -> str:
     return "-" if s is None else f"{s:.2f}"
+
+
+def tl005_cell(rec: dict) -> str:
+    """The kernels over budget; those stopped by the memory budget, not the clock, said apart."""
+    memory = rec.get("tl005_kinds", {}).get("memory", 0)
+    return str(rec["tl005"]) + (f" ({memory} memory)" if memory else "")
 
 
 def times(r: float | None) -> str:
@@ -330,7 +351,7 @@ def run_corpus(folder: Path, args) -> dict:
 
 
 def timing_record(t: Timing) -> dict:
-    return {"lint_s": t.lint, "ptxas_s": t.ptxas, "ratio": t.ratio, "tl005": t.tl005,
+    return {"lint_s": t.lint, "ptxas_s": t.ptxas, "ratio": t.ratio, "tl005": t.tl005, "tl005_kinds": t.tl005_kinds,
             "lint_rounds_s": t.lint_s, "ptxas_rounds_s": t.ptxas_s, "codes": t.codes,
             **({"failure": t.failure} if t.failure else {})}  # fmt: skip
 
@@ -376,7 +397,7 @@ def print_corpus(res: dict, args) -> None:
             continue
         mark = " !" if f.get("failure") else ""
         rows.append([f["file"] + mark, f"{f['lines']:,}", str(f["kernels"]), seconds(f["lint_s"]),
-                     seconds(f["ptxas_s"]), times(f["ratio"]), str(f["tl005"])])  # fmt: skip
+                     seconds(f["ptxas_s"]), times(f["ratio"]), tl005_cell(f)])  # fmt: skip
     t = res["totals"]
     rows.append(["**total**", f"{t['lines']:,}", str(t["kernels"]), seconds(t["lint_s"]), seconds(t["ptxas_s"]),
                  times(t["lint_s"] / t["ptxas_s"] if t["ptxas_s"] else None), str(t["kernels_over_budget"])])  # fmt: skip
@@ -398,7 +419,7 @@ def print_corpus(res: dict, args) -> None:
                          *(seconds(r[k]["lint_s"]) for k in (1, *SCALES)),
                          *(f"{s[f'lint_x{k}']:.2f}" for k in SCALES),
                          *("-" if s[f"ptxas_x{k}"] is None else f"{s[f'ptxas_x{k}']:.2f}" for k in SCALES),
-                         " / ".join(str(r[k]["tl005"]) for k in (1, *SCALES))])  # fmt: skip
+                         " / ".join(tl005_cell(r[k]) for k in (1, *SCALES))])  # fmt: skip
         print(markdown(["file", "lines x1 / x2 / x4", "lint x1 s", "x2 s", "x4 s", "lint x2/x1", "x4/x1",
                         "ptxas x2/x1", "x4/x1", "TL005 x1/x2/x4"], rows))  # fmt: skip
 
@@ -441,7 +462,7 @@ def print_numba(res: dict, args) -> None:
     print(f"\nNumba files: tolk-lint --time-budget {args.time_budget:g}, a fresh process each, "
           f"median of {args.repeat} round(s), wall seconds\n")  # fmt: skip
     rows = [[f["file"] + (" !" if f.get("failure") else ""), str(f["lines"]), str(f["kernels"]),
-             seconds(f["lint_s"]), str(f["tl005"])] for f in res["files"]]  # fmt: skip
+             seconds(f["lint_s"]), tl005_cell(f)] for f in res["files"]]  # fmt: skip
     t = res["totals"]
     rows.append(
         ["**total**", str(t["lines"]), str(t["kernels"]), seconds(t["lint_s"]), str(t["kernels_over_budget"])]

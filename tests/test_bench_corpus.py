@@ -248,3 +248,21 @@ def test_markdown_table_lines_up() -> None:
     assert lines[1] == "|-----------|------:|"
     assert lines[3] == "| longer.cu | 12.50 |"
     assert len({len(line) for line in lines}) == 1
+
+
+def test_budget_kinds_tell_the_clock_from_memory() -> None:
+    diags = [
+        {"code": "TL005", "kernel": "a", "data": {"reason": "the file's time budget of 120 s ran out"}},
+        {"code": "TL005", "kernel": "a", "data": {"reason": "the file's time budget of 120 s ran out"}},
+        {
+            "code": "TL005",
+            "kernel": "b",
+            "data": {"reason": "the memory budget of 2048 MiB ran out (2101 MiB in use)"},
+        },
+        {"code": "TL005", "kernel": "c", "data": {"reason": "the kernel's time budget of 5 s ran out"}},
+        {"code": "TL201", "kernel": "d", "data": {}},
+    ]
+    assert corpus_bench.budget_kinds(diags) == {"memory": 1, "time": 2}
+    assert sum(corpus_bench.budget_kinds(diags).values()) == budget_hits(diags)
+    assert corpus_bench.tl005_cell({"tl005": 3, "tl005_kinds": {"memory": 1, "time": 2}}) == "3 (1 memory)"
+    assert corpus_bench.tl005_cell({"tl005": 0}) == "0"
