@@ -18,7 +18,8 @@ believes numbers on code like theirs. The CUDA mode (``--corpus``, default
    sides of the ratio alike; the **median** of the rounds is reported (a fresh
    process's best run is a lucky one, its median what a user sees).
    Printed: lines, kernels (``.entry`` count), lint s, ptxas s, the ratio, and
-   the kernels whose analysis ran out of budget (TL005; the goal is none).
+   the kernels whose analysis ran out of budget (TL005; the goal is none;
+   those the memory budget stopped, not the clock, are counted apart).
 3. The totals: the slowest ratio (the one that counts), the median ratio, the
    kernels over budget.
 4. Scaling: for the ``--largest`` N files, the file with every kernel and
@@ -34,7 +35,7 @@ more than 2 s (the goal is none). Most of these kernels have no call site the
 tool can read, so no launch shape: the case where the analyses work hardest.
 
 ``--json OUT`` writes every round's times, the diagnostics' codes, the
-machine's load before and after, and the tool versions.
+machine's load before, after and as each file starts, and the tool versions.
 """
 
 from __future__ import annotations
@@ -234,8 +235,8 @@ class Timing:
 
 
 def lint_round(path: Path, budget_s: float, t: Timing) -> None:
-    diags, seconds, failure = rc.lint(path, budget_s)
-    t.lint_s.append(seconds)
+    diags, wall, failure = rc.lint(path, budget_s)
+    t.lint_s.append(wall)
     if diags is None:
         t.failure = failure
     else:
@@ -245,11 +246,11 @@ def lint_round(path: Path, budget_s: float, t: Timing) -> None:
 
 
 def ptxas_round(ptx: Path, t: Timing) -> None:
-    seconds = rc.ptxas_seconds(ptx)
-    if seconds is None:
+    wall = rc.ptxas_seconds(ptx)
+    if wall is None:
         t.failure = t.failure or "ptxas rejected the file"
     else:
-        t.ptxas_s.append(seconds)
+        t.ptxas_s.append(wall)
 
 
 def assembles(ptx: Path) -> str | None:
