@@ -2,6 +2,8 @@
 """Benchmark: tolk-lint on large real PTX, beside ptxas on the same file.
 
     python bench/bench_ptx.py [--ptx FILE] [--arch sm_80] [--repeat 3] [--unroll 6] [--select/--ignore CODES] [--json OUT]
+    python bench/bench_ptx.py --corpus [DIR] [--time-budget 120] [--largest 3] [--repeat 3] [--json OUT]
+    python bench/bench_ptx.py --numba [DIR ...] [--time-budget 60] [--repeat 3] [--json OUT]
 
 1. Writes a register-tiled sgemm kernel (128x128 block tile, 8x8 per thread,
    k-tile 32 fully unrolled, k loop unrolled 6 times, barriers and a shuffle
@@ -17,6 +19,9 @@
 4. Where the time goes, on one run: parse (lark), lower (to SSA IR), prepare,
    CFG, each analysis (uniformity, memory, staging; Z3's share from
    ``tolk_lint.analysis.smt.STATS``), each rule, suppressions.
+
+``--corpus`` and ``--numba`` measure the real corpus instead, each file in a
+fresh process as a user runs it (bench/corpus_bench.py says how).
 
 A script, not a test: the numbers depend on the machine. bench/README.md
 keeps the last ones.
@@ -34,6 +39,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from corpus_bench import renamed_copies  # bench/, the script's own folder, is on sys.path
+
+CUDA_CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus" / "cuda"
 
 KERNEL = r"""// A register-tiled sgemm micro-kernel, unrolled over its k-tile and its k loop:
 // large, real nvcc output for the tolk-lint benchmark (bench/bench_ptx.py).
@@ -102,8 +111,6 @@ bench_sgemm(const float* __restrict__ A, const float* __restrict__ B, float* __r
 }
 """
 
-_ENTRY = re.compile(r"^\.(?:visible\s+|weak\s+)?\.entry\s+([\w$]+)", re.MULTILINE)
-
 
 def compile_kernel(folder: Path, arch: str, unroll: int) -> Path:
     nvcc = shutil.which("nvcc")
@@ -121,20 +128,12 @@ def compile_kernel(folder: Path, arch: str, unroll: int) -> Path:
 
 
 def doubled(text: str) -> str:
-    """The module with a second, renamed copy of every kernel (``.file`` table and
-    DWARF sections kept once, at the end)."""
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if _ENTRY.match(line)), None)
-    if first is None:
-        raise SystemExit("bench_ptx: no .entry in the file")
-    # the kernels: from the first .entry to the last closing brace at column 0
-    last = max(i for i, line in enumerate(lines) if line.startswith("}"))
-    head, body, tail = lines[:first], lines[first : last + 1], lines[last + 1 :]
-    chunk = "\n".join(body)
-    copy = chunk
-    for name in set(_ENTRY.findall(chunk)):
-        copy = re.sub(rf"\b{re.escape(name)}\b", f"{name}_copy", copy)
-    return "\n".join(head + [chunk, "", copy] + tail) + "\n"
+    """The module with a second, renamed copy of every kernel and device
+    function (bench/corpus_bench.py's ``renamed_copies``)."""
+    try:
+        return renamed_copies(text, 2)
+    except ValueError as e:
+        raise SystemExit(f"bench_ptx: {e}") from None
 
 
 def best_of_interleaved(fns: list, repeat: int) -> list[tuple[float, object]]:
@@ -315,19 +314,60 @@ def _smt_stats() -> dict | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ptx", type=Path, help="benchmark this PTX file instead of compiling the sgemm kernel")
-    ap.add_argument("--arch", default="sm_80")
+    ap.add_argument(
+        "--arch",
+        default="sm_80",
+        help="the target of nvcc and ptxas (default sm_80; --corpus always compiles for sm_80)",
+    )
     ap.add_argument(
         "--unroll",
         type=int,
         default=6,
         help="unroll factor of the k loop (6: ~31,000 lines; nvcc declines 7 and 8)",
     )
-    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
-    ap.add_argument("--no-breakdown", action="store_true")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per measurement (default 3): the best is kept; --corpus/--numba: the median",
+    )
+    ap.add_argument("--no-breakdown", action="store_true", help="skip the instrumented run, stage by stage")
     ap.add_argument("--select", help="rule codes or prefixes to run (as on the command line)")
     ap.add_argument("--ignore", help="rule codes or prefixes to leave out")
     ap.add_argument("--json", type=Path, help="also write the numbers to this file")
+    modes = ap.add_argument_group("the real corpus (bench/corpus_bench.py), instead of the sgemm")
+    modes.add_argument("--corpus", nargs="?", const=str(CUDA_CORPUS), metavar="DIR",
+                       help="compile every .cu of DIR (default fixtures/corpus/cuda) and time "
+                            "`tolk-lint check` on each beside ptxas, median of --repeat rounds")  # fmt: skip
+    modes.add_argument("--numba", nargs="*", metavar="DIR",
+                       help="time `tolk-lint check` on every .py of the DIRs (default "
+                            "fixtures/corpus/numba_real and fixtures/corpus/numba)")  # fmt: skip
+    modes.add_argument("--time-budget", type=float, default=120.0, metavar="S",
+                       help="tolk-lint's --time-budget per file in those modes (default 120; wall time, "
+                            "so a loaded machine ends more kernels in TL005)")  # fmt: skip
+    modes.add_argument(
+        "--largest",
+        type=int,
+        default=3,
+        metavar="N",
+        help="--corpus: the scaling runs (x2, x4 copies) on the N largest files (default 3; 0: none)",
+    )
+    modes.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="--corpus: nvcc compiles at once (the timed runs are always one at a time)",
+    )
     a = ap.parse_args()
+    if a.corpus is not None or a.numba is not None:
+        if a.select or a.ignore or a.ptx:
+            ap.error(
+                "--select, --ignore and --ptx belong to the default mode; --corpus/--numba run every rule"
+            )
+        import corpus_bench
+
+        return corpus_bench.main(a)
     global SETTINGS
     if a.select or a.ignore:
         from tolk_lint.config import resolve_settings
