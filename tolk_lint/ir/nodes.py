@@ -325,6 +325,22 @@ class Kernel:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class KernelOutline:
+    """What a lint keeps of a kernel once its IR is gone: its name and its
+    header's span (`Kernel.span`). PTX is linted kernel by kernel
+    (`tolk_lint.frontends.ptx.stream`), each kernel's IR let go as soon as
+    it is linted; ``LintResult.kernels`` lists these."""
+
+    name: str
+    span: Span | None
+    host: bool = False
+
+    @classmethod
+    def of(cls, k: Kernel) -> KernelOutline:
+        return cls(k.name, k.span, k.host)
+
+
 @dataclass
 class Module:
     """Everything read from one file: its kernels and device functions, the
