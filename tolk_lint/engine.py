@@ -27,7 +27,7 @@ from tolk_lint.copies import merge_copies
 from tolk_lint.deep import run_deep
 from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity, internal_error
 from tolk_lint.diagnostics import REPORT_REQUEST as REPORT_REQUEST  # the line every TL004 ends with
-from tolk_lint.ir.nodes import Kernel, Module, Span
+from tolk_lint.ir.nodes import Kernel, KernelOutline, Module, Span
 from tolk_lint.kernel_cache import KernelCache as KernelCache  # the language server's
 from tolk_lint.kernel_cache import kernel_units as kernel_units
 from tolk_lint.registry import RuleContext, selected
@@ -48,10 +48,17 @@ def language_of(path: str) -> str | None:
 
 @dataclass
 class LintResult:
+    """What the lint of one file found. ``module`` is what the front end
+    read (None when the file could not be read): its text, PTX ``.file``
+    table and front-end diagnostics; for PTX, which is linted kernel by
+    kernel, without the kernels' IR, each let go once linted. ``kernels``:
+    the kernels linted, by name and header span."""
+
     path: str
     module: Module | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     suppressed: list[Diagnostic] = field(default_factory=list)
+    kernels: list[KernelOutline] = field(default_factory=list)
 
 
 def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -121,18 +128,20 @@ def kernel_target(kernel: Kernel, module: Module, settings: Settings) -> Target:
         return parse_target(DEFAULT_TARGET)
 
 
-def prepare(module: Module, settings: Settings) -> None:
+def prepare(module: Module, settings: Settings, kernels: list[Kernel] | None = None) -> None:
     """Apply the command line and configuration to the kernels: the target
     and the launch shapes, chosen by `tolk_lint.launch.choose` (``--block``
     beats the configuration, which beats what the code says: call sites,
     ``.reqntid``, host launches in the CUDA source, ``tolk: launch``
     comments, Triton's ``.maxntid``). A kernel with several shapes is
     linted under each (`check_kernel`); the first is the one the other
-    commands use."""
+    commands use. ``kernels``: only these (a kernel read on its own, by
+    `_check_by_kernel`), else every kernel and device function of the
+    module."""
     from tolk_lint.launch.choose import launch_shapes, use
 
-    shapes = launch_shapes(module, settings)
-    for k in module.all_kernels():
+    shapes = launch_shapes(module, settings, kernels)
+    for k in module.all_kernels() if kernels is None else kernels:
         if settings.target and not k.host:
             k.target = settings.target
         if id(k) in shapes:
@@ -148,25 +157,45 @@ def check_module(
     With ``kernel_cache``, a kernel whose text, position and surroundings did
     not change since a lint that stored it reuses its findings (see
     `KernelCache`)."""
-    from tolk_lint.catalog import iter_rules  # the rules import the analyses: only when linting
+    checker = KernelChecker(module, settings, kernel_cache)
+    found = [d for k in module.kernels for d in checker.check(k)]
+    checker.done()
+    return dedupe(list(module.diagnostics) + found)
 
-    out: list[Diagnostic] = list(module.diagnostics)
-    rules = [r() for r in iter_rules(settings.effective_select, settings.ignore) if not r.engine_rule]
-    keys = kernel_cache.keys(module, settings) if kernel_cache is not None else {}
-    kept: dict[str, list[Diagnostic]] = {}
-    for k in module.kernels:
+
+class KernelChecker:
+    """The rules run on the kernels of ``module``, one kernel at a time
+    (whether the module holds them all or they are read one by one), each
+    kernel's findings reused from ``kernel_cache`` when its key is there;
+    `done` stores the findings of this lint in the cache. ``outline``: the
+    kernels when they are read one by one (the cache keys each kernel by
+    where the others are)."""
+
+    def __init__(self, module: Module, settings: Settings, kernel_cache: KernelCache | None = None,
+                 outline: list[KernelOutline] | None = None):  # fmt: skip
+        from tolk_lint.catalog import iter_rules  # the rules import the analyses: only when linting
+
+        self.module, self.settings, self.cache = module, settings, kernel_cache
+        chosen = iter_rules(settings.effective_select, settings.ignore)
+        self.rules = [r() for r in chosen if not r.engine_rule]
+        self.key = kernel_cache.keys(module, settings, outline) if kernel_cache is not None else None
+        self.kept: dict[str, list[Diagnostic]] = {}
+
+    def check(self, k: Kernel) -> list[Diagnostic]:
+        """The findings on ``k`` (nothing for a kernel without a body)."""
         if not k.blocks:
-            continue
-        key = keys.get(id(k))
-        found = kernel_cache.get(module.path, key) if key is not None else None  # type: ignore[union-attr]
+            return []
+        key = self.key(k) if self.key is not None else None
+        found = self.cache.get(self.module.path, key) if key is not None else None  # type: ignore[union-attr]
         if found is None:
-            found = check_kernel(module, k, settings, rules)
+            found = check_kernel(self.module, k, self.settings, self.rules)
         if key is not None and not any(d.code in ("TL004", "TL005") for d in found):  # never keep a crash
-            kept[key] = found
-        out.extend(found)
-    if kernel_cache is not None:
-        kernel_cache.store(module.path, kept)
-    return dedupe(out)
+            self.kept[key] = found
+        return found
+
+    def done(self) -> None:
+        if self.cache is not None:
+            self.cache.store(self.module.path, self.kept)
 
 
 def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
@@ -371,24 +400,89 @@ def file_budget(settings: Settings) -> budget.Budget:
 def _lint_text(
     text: str, path: str, settings: Settings, language: str | None, kernel_cache: KernelCache | None
 ) -> LintResult:
-    try:
-        module = parse(text, path, language)
-    except budget.BudgetExceeded as e:
-        d = Diagnostic("TL005", Severity.ERROR, f"reading the file stopped ({e.what}): {e.reason}; nothing in it "
-                       "was analysed", Span(path, 1, 1), data={"reason": e.reason, "unfinished": e.what},
-                       name="budget-exceeded")  # fmt: skip
-        return LintResult(path, None, [d])
-    except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
-        log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
-        return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
-    prepare(module, settings)
-    diags = check_module(module, settings, kernel_cache)
+    got = None
+    if (language or language_of(path)) == "ptx":
+        got = _check_by_kernel(text, path, settings, kernel_cache)
+    if got is None:
+        try:
+            module = parse(text, path, language)
+        except budget.BudgetExceeded as e:
+            return LintResult(path, None, [_reading_stopped(path, e)])
+        except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
+            log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
+            return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
+        prepare(module, settings)
+        diags = check_module(module, settings, kernel_cache)
+        got = module, diags, [KernelOutline.of(k) for k in module.kernels]
+    module, diags, kernels = got  # type: ignore[assignment]
+    if module is None:
+        return LintResult(path, None, diags)
 
     kept, suppressed = apply_suppressions(diags, module, settings)
     kept = [d for d in kept if d.code in NOT_ANALYSED or selected(d.code, settings.effective_select, settings.ignore)]
     kept = merge_copies(kept)  # one finding per source line and rule, after the noqa of each copy
     kept.sort(key=Diagnostic.sort_key)
-    return LintResult(path, module, kept, suppressed)
+    return LintResult(path, module, kept, suppressed, kernels)
+
+
+def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: KernelCache | None
+                     ) -> tuple[Module | None, list[Diagnostic], list[KernelOutline]] | None:  # fmt: skip
+    """`check_module`'s findings on the PTX ``text``, with the file read
+    kernel by kernel (`tolk_lint.frontends.ptx.stream`): each kernel is
+    read, prepared and checked, and let go before the next is read, so the
+    lint holds one kernel's IR however many the file has. Returns the
+    module (None when the budget ran out before any kernel was checked),
+    the findings and the kernels checked; None when the file must be read
+    whole (a syntax error anywhere, which means no kernel is analysed, or a
+    file the kernel-by-kernel reading does not split): the findings of the
+    kernels checked so far are dropped, and `parse` reports why."""
+    from tolk_lint.frontends.ptx.stream import open_ptx
+
+    try:
+        stream = open_ptx(text, path)
+    except budget.BudgetExceeded as e:
+        return None, [_reading_stopped(path, e)], []
+    except Exception:  # noqa: BLE001 - NotStreamable, or what reading the whole file reports in its words
+        return None
+    module = stream.module
+    prepare(module, settings)  # the device functions' targets
+    checker = KernelChecker(module, settings, kernel_cache, stream.outline)
+    found: list[Diagnostic] = []
+    linted: list[KernelOutline] = []
+    kernels = stream.kernels()
+    while True:
+        try:
+            k = next(kernels, None)
+        except budget.BudgetExceeded as e:
+            if not linted:
+                return None, [_reading_stopped(path, e)], []
+            found.append(_reading_stopped(path, e, stream.reading))
+            break
+        except Exception:  # noqa: BLE001 - as above: the whole file is read again
+            return None
+        if k is None:
+            break
+        prepare(module, settings, [k])
+        found += checker.check(k)
+        linted.append(KernelOutline.of(k))
+        del k  # before the next kernel is read
+    checker.done()
+    module = stream.finish()
+    return module, dedupe(module.diagnostics + found), linted
+
+
+def _reading_stopped(path: str, e: budget.BudgetExceeded, at=None) -> Diagnostic:
+    """TL005: the budget ran out while the file was read, before any kernel
+    was checked, or, reading kernel by kernel, at the entry ``at``
+    (a `split.FunctionText`): it and the kernels after it were not analysed."""
+    if at is None:
+        what, span = "nothing in it was analysed", Span(path, 1, 1)
+    else:
+        what = f"the kernels from `{at.name}` (line {at.line}) on were not analysed"
+        span = Span(path, at.line, at.column, at.name_line, at.name_end_column)
+    message = f"reading the file stopped ({e.what}): {e.reason}; {what}"
+    return Diagnostic("TL005", Severity.ERROR, message, span, data={"reason": e.reason, "unfinished": e.what},
+                      name="budget-exceeded")  # fmt: skip
 
 
 def read_source(path: str) -> tuple[bytes | None, Diagnostic | None]:

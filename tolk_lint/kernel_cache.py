@@ -16,11 +16,13 @@ import logging
 import math
 import re
 import traceback
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 from tolk_lint.config import Settings
 from tolk_lint.diagnostics import Diagnostic
 from tolk_lint.fingerprint import tool_fingerprint
-from tolk_lint.ir.nodes import Kernel, Module
+from tolk_lint.ir.nodes import Kernel, KernelOutline, Module
 from tolk_lint.ir.opcodes import Opcode
 
 log = logging.getLogger("tolk_lint")
@@ -61,26 +63,31 @@ class KernelCache:
         self.hits = 0
         self.misses = 0
 
-    def keys(self, module: Module, settings: Settings) -> dict[int, str]:
-        """``id(kernel) -> key`` for the kernels of ``module`` that can be cached."""
+    def keys(self, module: Module, settings: Settings, outline: Sequence[KernelOutline] | None = None
+             ) -> Callable[[Kernel], str | None]:  # fmt: skip
+        """The key of each kernel of ``module`` (None for one that cannot be
+        cached). The kernels are ``module.kernels``, or, when the module is
+        linted kernel by kernel (`tolk_lint.frontends.ptx.stream`), those
+        ``outline`` names: each kernel is keyed when it has been read and
+        prepared, with the key it would have with all of them in memory."""
         try:
-            units, context = kernel_units(module)
+            units, context = kernel_units(module, outline)
         except Exception:  # noqa: BLE001 - never fail a lint over the cache
             log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
-            return {}
+            units, context = {}, []
         if not units:
-            return {}
+            return lambda k: None
         import hashlib
 
         base = hashlib.sha256()
         for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
                      str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
             base.update(part.encode("utf-8", "surrogateescape") + b"\0")
-        out = {}
-        for k in module.kernels:
+
+        def key(k: Kernel) -> str | None:
             unit = units.get(k.name)
             if unit is None:
-                continue
+                return None
             first, last, text = unit
             reach = max(last, ir_reach(k, module))
             h = base.copy()
@@ -88,8 +95,9 @@ class KernelCache:
             h.update(own.encode("utf-8", "surrogateescape"))
             for line, code in context:  # below what the kernel reaches, code counts but not where it is
                 h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
-            out[id(k)] = h.hexdigest()
-        return out
+            return h.hexdigest()
+
+        return key
 
     def get(self, path: str, key: str) -> list[Diagnostic] | None:
         got = self.entries.get(path, {}).get(key)
@@ -147,9 +155,11 @@ def ir_reach(k: Kernel, module: Module) -> float:
 _PTX_ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.entry\s+([\w$%.]+)")
 
 
-def kernel_units(module: Module) -> tuple[dict[str, tuple[int, int, str]], list[tuple[int, str]]]:
+def kernel_units(module: Module, outline: Sequence[KernelOutline] | None = None
+                 ) -> tuple[dict[str, tuple[int, int, str]], list[tuple[int, str]]]:  # fmt: skip
     """The cacheable kernels' text, ``{name: (first line, last line, text)}``,
-    and the file's code outside them, ``[(line, text)]`` (see `KernelCache`)."""
+    and the file's code outside them, ``[(line, text)]`` (see `KernelCache`).
+    The kernels are ``outline`` when given, else ``module.kernels``."""
     lines = module.lines()
     if module.language == "ptx":
         spans = _ptx_units(lines)
@@ -159,14 +169,15 @@ def kernel_units(module: Module) -> tuple[dict[str, tuple[int, int, str]], list[
         marker = "#"
     else:
         return {}, []
-    names = [k.name for k in module.kernels]
+    kernels = module.kernels if outline is None else outline
+    count = Counter(k.name for k in kernels)
     inside: set[int] = set()
     units: dict[str, tuple[int, int, str]] = {}
-    for k in module.kernels:
-        if k.name not in spans or names.count(k.name) != 1:
+    for k in kernels:
+        if k.name not in spans or count[k.name] != 1:
             continue
         first, last, shared, mentions = spans[k.name]
-        if mentions & (set(names) - {k.name}):
+        if any(name in count for name in mentions - {k.name}):
             continue  # it names another kernel (calls it): that kernel's text is part of its result
         if k.span is None or k.span.path != module.path or not first <= k.span.line <= last:
             continue  # not the kernel found there
