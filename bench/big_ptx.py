@@ -27,7 +27,10 @@ import sys
 import tempfile
 
 _FUNC = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
-_VAR = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(?:global|shared|const)\b[^;]*?([\w$]+)\s*(?:\[[^\]]*\]\s*)*(?:=|;)", re.M)
+_VAR = re.compile(
+    r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(?:global|shared|const)\b[^;]*?([\w$]+)\s*(?:\[[^\]]*\]\s*)*(?:=|;)",
+    re.M,
+)
 _FILE = re.compile(r"^\s*\.file\s+(\d+)\s+(.*)$", re.M)
 _LOC = re.compile(r"(\.loc\s+)(\d+)")
 _INLINED = re.compile(r"(inlined_at\s+)(\d+)")
@@ -51,11 +54,15 @@ def split_module(text: str) -> tuple[list[str], str, dict[int, str], str]:
 def renamed(body: str, names: list[str], n: int) -> str:
     if not names:
         return body
-    pattern = re.compile(r"(?<![\w$])(" + "|".join(re.escape(x) for x in sorted(names, key=len, reverse=True)) + r")(?![\w$])")
+    pattern = re.compile(
+        r"(?<![\w$])(" + "|".join(re.escape(x) for x in sorted(names, key=len, reverse=True)) + r")(?![\w$])"
+    )
     return pattern.sub(lambda m: f"{m.group(1)}_{n}", body)
 
 
-def build(texts: list[str], target_bytes: int) -> str:
+def build(texts: list[str], target_bytes: int = 0, copies: int | None = None) -> str:
+    """The module of copies of ``texts``' functions: ``copies`` rounds of
+    one copy of each input, or as many rounds as reach ``target_bytes``."""
     header: list[str] = []
     units = []  # (body, names, file remap)
     table: dict[int, str] = {}
@@ -70,13 +77,19 @@ def build(texts: list[str], target_bytes: int) -> str:
         for idx, name in sorted(files.items()):
             remap[idx] = len(table) + 1
             table[len(table) + 1] = name
-        body = _LOC.sub(lambda m: f"{m.group(1)}{remap.get(int(m.group(2)), int(m.group(2)))}", body)
-        body = _INLINED.sub(lambda m: f"{m.group(1)}{remap.get(int(m.group(2)), int(m.group(2)))}", body)
-        names = sorted(set(_FUNC.findall(body)) | set(_VAR.findall(body[: body.find("{")] if "{" in body else body)))
+        body = _LOC.sub(
+            lambda m, remap=remap: f"{m.group(1)}{remap.get(int(m.group(2)), int(m.group(2)))}", body
+        )
+        body = _INLINED.sub(
+            lambda m, remap=remap: f"{m.group(1)}{remap.get(int(m.group(2)), int(m.group(2)))}", body
+        )
+        names = sorted(
+            set(_FUNC.findall(body)) | set(_VAR.findall(body[: body.find("{")] if "{" in body else body))
+        )
         units.append((body, names))
     out = ["\n".join(header) + "\n"]
     size, n = len(out[0]), 0
-    while size < target_bytes:
+    while size < target_bytes if copies is None else n < copies:
         for body, names in units:
             copy = renamed(body, names, n)
             out.append(copy)
@@ -116,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     text = build(texts, int(a.mb * 1024 * 1024))
     with open(a.out, "w") as f:
         f.write(text)
-    print(f"{a.out}: {len(text) / 2**20:.1f} MB, {len(_FUNC.findall(text))} functions, {text.count(chr(10))} lines")
+    print(
+        f"{a.out}: {len(text) / 2**20:.1f} MB, {len(_FUNC.findall(text))} functions, {text.count(chr(10))} lines"
+    )
     return 0
 
 
