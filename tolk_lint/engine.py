@@ -375,6 +375,8 @@ def load_tool(settings: Settings, language: str | None = None) -> None:
     back to the budget it falls in (`tolk_lint.budget.not_counted`)."""
     if language in ("ptx", "python") and language not in _loaded:
         parse(".version 8.0\n" if language == "ptx" else "import numba\n", "load", language)
+        if language == "ptx":
+            importlib.import_module("tolk_lint.frontends.ptx.stream")  # how the lint reads PTX
         _loaded.add(language)
     from tolk_lint.catalog import iter_rules
 

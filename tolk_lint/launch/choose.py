@@ -119,7 +119,13 @@ def _ptx_header(text: str) -> bool:
 
 def cuda_sources(module: Module) -> list[CudaSource]:
     """The readable CUDA sources the PTX's ``.file`` table names (toolkit
-    headers left out), or the ``.cu`` beside the ``.ptx`` when it names none."""
+    headers left out), or the ``.cu`` beside the ``.ptx`` when it names none;
+    looked for once per module (every kernel of the file asks, and a file
+    may hold thousands)."""
+    return module.cached("cuda_sources", _read_cuda_sources)
+
+
+def _read_cuda_sources(module: Module) -> list[CudaSource]:
     paths = source_paths(module)
     if not paths:
         return []
