@@ -31,7 +31,7 @@ def lint_ptx(path: Path, full: bool = True) -> list:
     res = lint_file(str(path), DEFAULT_SETTINGS if full else FRONT_END_ONLY)
     bad = [f"{d.code} {d.span}: {d.message}" for d in res.diagnostics if d.code in BAD]
     assert not bad, bad
-    assert res.module is not None and res.module.kernels, f"{path}: no kernel read"
+    assert res.module is not None and res.kernels, f"{path}: no kernel read"
     return res.diagnostics
 
 

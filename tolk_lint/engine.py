@@ -12,13 +12,10 @@ TL004 diagnostic naming the rule, and the other rules go on.
 from __future__ import annotations
 
 import contextlib
-import copy
 import gc
 import importlib
 import logging
-import math
 import os
-import re
 import stat
 import threading
 import traceback
@@ -30,9 +27,9 @@ from tolk_lint.copies import merge_copies
 from tolk_lint.deep import run_deep
 from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity, internal_error
 from tolk_lint.diagnostics import REPORT_REQUEST as REPORT_REQUEST  # the line every TL004 ends with
-from tolk_lint.fingerprint import tool_fingerprint
-from tolk_lint.ir.nodes import Kernel, Module, Span
-from tolk_lint.ir.opcodes import Opcode
+from tolk_lint.ir.nodes import Kernel, KernelOutline, Module, Span
+from tolk_lint.kernel_cache import KernelCache as KernelCache  # the language server's
+from tolk_lint.kernel_cache import kernel_units as kernel_units
 from tolk_lint.registry import RuleContext, selected
 from tolk_lint.suppress import apply_suppressions
 from tolk_lint.target import DEFAULT_TARGET, Target, parse_target
@@ -51,10 +48,17 @@ def language_of(path: str) -> str | None:
 
 @dataclass
 class LintResult:
+    """What the lint of one file found. ``module`` is what the front end
+    read (None when the file could not be read): its text, PTX ``.file``
+    table and front-end diagnostics; for PTX, which is linted kernel by
+    kernel, without the kernels' IR, each let go once linted. ``kernels``:
+    the kernels linted, by name and header span."""
+
     path: str
     module: Module | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     suppressed: list[Diagnostic] = field(default_factory=list)
+    kernels: list[KernelOutline] = field(default_factory=list)
 
 
 def parse_error(path: str, message: str, line: int = 1, column: int = 1) -> Diagnostic:
@@ -124,18 +128,20 @@ def kernel_target(kernel: Kernel, module: Module, settings: Settings) -> Target:
         return parse_target(DEFAULT_TARGET)
 
 
-def prepare(module: Module, settings: Settings) -> None:
+def prepare(module: Module, settings: Settings, kernels: list[Kernel] | None = None) -> None:
     """Apply the command line and configuration to the kernels: the target
     and the launch shapes, chosen by `tolk_lint.launch.choose` (``--block``
     beats the configuration, which beats what the code says: call sites,
     ``.reqntid``, host launches in the CUDA source, ``tolk: launch``
     comments, Triton's ``.maxntid``). A kernel with several shapes is
     linted under each (`check_kernel`); the first is the one the other
-    commands use."""
+    commands use. ``kernels``: only these (a kernel read on its own, by
+    `_check_by_kernel`), else every kernel and device function of the
+    module."""
     from tolk_lint.launch.choose import launch_shapes, use
 
-    shapes = launch_shapes(module, settings)
-    for k in module.all_kernels():
+    shapes = launch_shapes(module, settings, kernels)
+    for k in module.all_kernels() if kernels is None else kernels:
         if settings.target and not k.host:
             k.target = settings.target
         if id(k) in shapes:
@@ -151,25 +157,45 @@ def check_module(
     With ``kernel_cache``, a kernel whose text, position and surroundings did
     not change since a lint that stored it reuses its findings (see
     `KernelCache`)."""
-    from tolk_lint.catalog import iter_rules  # the rules import the analyses: only when linting
+    checker = KernelChecker(module, settings, kernel_cache)
+    found = [d for k in module.kernels for d in checker.check(k)]
+    checker.done()
+    return dedupe(list(module.diagnostics) + found)
 
-    out: list[Diagnostic] = list(module.diagnostics)
-    rules = [r() for r in iter_rules(settings.effective_select, settings.ignore) if not r.engine_rule]
-    keys = kernel_cache.keys(module, settings) if kernel_cache is not None else {}
-    kept: dict[str, list[Diagnostic]] = {}
-    for k in module.kernels:
+
+class KernelChecker:
+    """The rules run on the kernels of ``module``, one kernel at a time
+    (whether the module holds them all or they are read one by one), each
+    kernel's findings reused from ``kernel_cache`` when its key is there;
+    `done` stores the findings of this lint in the cache. ``outline``: the
+    kernels when they are read one by one (the cache keys each kernel by
+    where the others are)."""
+
+    def __init__(self, module: Module, settings: Settings, kernel_cache: KernelCache | None = None,
+                 outline: list[KernelOutline] | None = None):  # fmt: skip
+        from tolk_lint.catalog import iter_rules  # the rules import the analyses: only when linting
+
+        self.module, self.settings, self.cache = module, settings, kernel_cache
+        chosen = iter_rules(settings.effective_select, settings.ignore)
+        self.rules = [r() for r in chosen if not r.engine_rule]
+        self.key = kernel_cache.keys(module, settings, outline) if kernel_cache is not None else None
+        self.kept: dict[str, list[Diagnostic]] = {}
+
+    def check(self, k: Kernel) -> list[Diagnostic]:
+        """The findings on ``k`` (nothing for a kernel without a body)."""
         if not k.blocks:
-            continue
-        key = keys.get(id(k))
-        found = kernel_cache.get(module.path, key) if key is not None else None  # type: ignore[union-attr]
+            return []
+        key = self.key(k) if self.key is not None else None
+        found = self.cache.get(self.module.path, key) if key is not None else None  # type: ignore[union-attr]
         if found is None:
-            found = check_kernel(module, k, settings, rules)
+            found = check_kernel(self.module, k, self.settings, self.rules)
         if key is not None and not any(d.code in ("TL004", "TL005") for d in found):  # never keep a crash
-            kept[key] = found
-        out.extend(found)
-    if kernel_cache is not None:
-        kernel_cache.store(module.path, kept)
-    return dedupe(out)
+            self.kept[key] = found
+        return found
+
+    def done(self) -> None:
+        if self.cache is not None:
+            self.cache.store(self.module.path, self.kept)
 
 
 def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
@@ -264,231 +290,6 @@ def budget_diagnostic(module: Module, k: Kernel, rule, later: list, e: budget.Bu
     )
 
 
-# ---------------------------------------------------------------- per-kernel reuse
-
-
-class KernelCache:
-    """Findings per kernel, in memory, for re-linting an edited document (the
-    language server): the kernels an edit did not touch are not analysed
-    again.
-
-    A kernel's key hashes the tool's fingerprint, the settings, the path, the
-    kernel's own text *and its first line* (a kernel moved by lines inserted
-    above it is a miss: its diagnostics, and the line numbers their messages
-    quote, would be stale), its target and launch after `prepare`, and the
-    file's *surroundings*: every line of code outside the cached kernels
-    (module constants, device functions, ``.func`` bodies and host functions,
-    which kernels inline; each kernel's decorators and ``def`` line; the PTX
-    header), with its line number down to the last line the kernel's IR
-    comes from (`ir_reach`: the kernel itself, and the device functions it
-    inlines), without it below. Blank and comment-only lines outside the
-    kernels are not part of it (the comment lines right above a Python
-    kernel are part of that kernel: its ``tolk: launch`` comment). So an
-    edit inside one kernel re-lints that kernel, plus, when it adds or
-    removes lines, the kernels below it and those that inline code below
-    it; an edit to the code around the kernels re-lints them all. Kernels
-    the surroundings cannot be split from (a kernel nested in another
-    statement or naming another kernel, two of one name, a PTX file with
-    ``/* */`` comments) are always linted.
-    noqa comments are applied after, on the whole file, so they never make a
-    stale entry. Results holding a TL004 are never kept.
-    """
-
-    def __init__(self) -> None:
-        # path -> {key: findings} of the latest lint of that path: what an edit
-        # of the document can reuse (older versions are dropped, so memory
-        # stays at the open documents' current findings)
-        self.entries: dict[str, dict[str, list[Diagnostic]]] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def keys(self, module: Module, settings: Settings) -> dict[int, str]:
-        """``id(kernel) -> key`` for the kernels of ``module`` that can be cached."""
-        try:
-            units, context = kernel_units(module)
-        except Exception:  # noqa: BLE001 - never fail a lint over the cache
-            log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
-            return {}
-        if not units:
-            return {}
-        import hashlib
-
-        base = hashlib.sha256()
-        for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
-                     str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
-            base.update(part.encode("utf-8", "surrogateescape") + b"\0")
-        out = {}
-        for k in module.kernels:
-            unit = units.get(k.name)
-            if unit is None:
-                continue
-            first, last, text = unit
-            reach = max(last, ir_reach(k, module))
-            h = base.copy()
-            own = f"\0{k.name}\0{first}\0{k.target}\0{k.host}\0{k.launch!r}\0{text}\0"
-            h.update(own.encode("utf-8", "surrogateescape"))
-            for line, code in context:  # below what the kernel reaches, code counts but not where it is
-                h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
-            out[id(k)] = h.hexdigest()
-        return out
-
-    def get(self, path: str, key: str) -> list[Diagnostic] | None:
-        got = self.entries.get(path, {}).get(key)
-        if got is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return copy.deepcopy(got)
-
-    def store(self, path: str, found: dict[str, list[Diagnostic]]) -> None:
-        """What the lint of ``path`` found, per key: replaces the path's entries."""
-        self.entries[path] = {key: copy.deepcopy(diags) for key, diags in found.items()}
-
-    def forget(self, path: str) -> None:
-        self.entries.pop(path, None)
-
-    def clear(self) -> None:
-        self.entries.clear()
-
-
-def ir_reach(k: Kernel, module: Module) -> float:
-    """The last line of the linted file that ``k``'s IR comes from (its
-    instructions, with the origins of inlined code, and its buffers): the
-    analyses see nothing below it, so where the code below sits cannot
-    change the kernel's findings. Infinite when the kernel calls a function
-    (the analyses read the callee's body, wherever it is) or has an origin
-    in a file named otherwise."""
-    top = k.span.line if k.span is not None else 0
-
-    def spans():
-        yield k.span, k.origin
-        for b in k.buffers.values():
-            yield b.span, b.origin
-        for ins in k.instrs():
-            yield ins.span, ins.origin
-
-    calls = any(ins.op is Opcode.CALL for ins in k.instrs())
-    if calls:
-        return math.inf
-    for span, origin in spans():
-        if span is not None:
-            if span.path != module.path:
-                return math.inf
-            top = max(top, span.line, span.end_line or 0)
-        o = origin
-        while o is not None:
-            if o.path == module.path:
-                top = max(top, o.line)
-            elif module.language != "ptx":  # a PTX origin names the CUDA C file, never this one
-                return math.inf
-            o = o.inlined_at
-    return top
-
-
-_PTX_ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.entry\s+([\w$%.]+)")
-
-
-def kernel_units(module: Module) -> tuple[dict[str, tuple[int, int, str]], list[tuple[int, str]]]:
-    """The cacheable kernels' text, ``{name: (first line, last line, text)}``,
-    and the file's code outside them, ``[(line, text)]`` (see `KernelCache`)."""
-    lines = module.lines()
-    if module.language == "ptx":
-        spans = _ptx_units(lines)
-        marker = "//"
-    elif module.language == "python":
-        spans = _python_units(module.source, lines)
-        marker = "#"
-    else:
-        return {}, []
-    names = [k.name for k in module.kernels]
-    inside: set[int] = set()
-    units: dict[str, tuple[int, int, str]] = {}
-    for k in module.kernels:
-        if k.name not in spans or names.count(k.name) != 1:
-            continue
-        first, last, shared, mentions = spans[k.name]
-        if mentions & (set(names) - {k.name}):
-            continue  # it names another kernel (calls it): that kernel's text is part of its result
-        if k.span is None or k.span.path != module.path or not first <= k.span.line <= last:
-            continue  # not the kernel found there
-        units[k.name] = (first, last, "\n".join(lines[first - 1 : last]))
-        if not k.host:  # a host function may be inlined by another: its text stays in everyone's key
-            inside.update(ln for ln in range(first, last + 1) if ln not in shared)
-    context = []
-    for ln, text in enumerate(lines, start=1):
-        stripped = text.strip()
-        if ln in inside or not stripped or stripped.startswith(marker):
-            continue
-        if marker == "//" and stripped.startswith(".file"):
-            continue  # the `.file` table is `module.files`, wherever it sits
-        context.append((ln, text))
-    return units, context
-
-
-def _ptx_units(lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
-    """``.entry`` name -> (first line, last line, lines kept in the
-    surroundings, names it mentions): the header through the brace that
-    closes the body (entries cannot call entries: no names)."""
-    if any("/*" in ln for ln in lines):
-        return {}
-    out: dict[str, tuple[int, int, set[int], set[str]]] = {}
-    seen: set[str] = set()
-    i = 0
-    while i < len(lines):
-        m = _PTX_ENTRY.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        name, depth, opened, j = m.group(1), 0, False, i
-        while j < len(lines):
-            code = lines[j].split("//", 1)[0]
-            depth += code.count("{") - code.count("}")
-            opened = opened or "{" in code
-            if opened and depth <= 0:
-                break
-            j += 1
-        if j >= len(lines) or name in seen:  # unclosed, or a second entry of that name
-            seen.add(name)
-            out.pop(name, None)
-            i = j + 1
-            continue
-        seen.add(name)
-        out[name] = (i + 1, j + 1, set(), set())
-        i = j + 1
-    return out
-
-
-def _python_units(source: str, lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
-    """Top-level functions: name -> (first line, last line, the decorator and
-    ``def`` lines, which stay in the surroundings since the finder reads them
-    for every function, the names its body mentions). A function starts at
-    the comment lines right above its decorators (a kernel's launch
-    comment)."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    out: dict[str, tuple[int, int, set[int], set[str]]] = {}
-    seen: set[str] = set()
-    for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        if node.name in seen:  # defined twice: which one is the kernel is not ours to guess
-            out.pop(node.name, None)
-            continue
-        seen.add(node.name)
-        header = min([d.lineno for d in node.decorator_list] + [node.lineno])
-        first = header
-        while first > 1 and lines[first - 2].strip().startswith("#"):
-            first -= 1
-        last = node.end_lineno or node.lineno
-        mentions = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        out[node.name] = (first, last, set(range(header, node.lineno + 1)), mentions)
-    return out
-
-
 def dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     """One diagnostic per (code, linted position, message): unrolled copies of a
     source line reported at the same PTX line collapse."""
@@ -574,6 +375,8 @@ def load_tool(settings: Settings, language: str | None = None) -> None:
     back to the budget it falls in (`tolk_lint.budget.not_counted`)."""
     if language in ("ptx", "python") and language not in _loaded:
         parse(".version 8.0\n" if language == "ptx" else "import numba\n", "load", language)
+        if language == "ptx":
+            importlib.import_module("tolk_lint.frontends.ptx.stream")  # how the lint reads PTX
         _loaded.add(language)
     from tolk_lint.catalog import iter_rules
 
@@ -599,24 +402,89 @@ def file_budget(settings: Settings) -> budget.Budget:
 def _lint_text(
     text: str, path: str, settings: Settings, language: str | None, kernel_cache: KernelCache | None
 ) -> LintResult:
-    try:
-        module = parse(text, path, language)
-    except budget.BudgetExceeded as e:
-        d = Diagnostic("TL005", Severity.ERROR, f"reading the file stopped ({e.what}): {e.reason}; nothing in it "
-                       "was analysed", Span(path, 1, 1), data={"reason": e.reason, "unfinished": e.what},
-                       name="budget-exceeded")  # fmt: skip
-        return LintResult(path, None, [d])
-    except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
-        log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
-        return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
-    prepare(module, settings)
-    diags = check_module(module, settings, kernel_cache)
+    got = None
+    if (language or language_of(path)) == "ptx":
+        got = _check_by_kernel(text, path, settings, kernel_cache)
+    if got is None:
+        try:
+            module = parse(text, path, language)
+        except budget.BudgetExceeded as e:
+            return LintResult(path, None, [_reading_stopped(path, e)])
+        except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
+            log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
+            return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
+        prepare(module, settings)
+        diags = check_module(module, settings, kernel_cache)
+        got = module, diags, [KernelOutline.of(k) for k in module.kernels]
+    module, diags, kernels = got  # type: ignore[assignment]
+    if module is None:
+        return LintResult(path, None, diags)
 
     kept, suppressed = apply_suppressions(diags, module, settings)
     kept = [d for d in kept if d.code in NOT_ANALYSED or selected(d.code, settings.effective_select, settings.ignore)]
     kept = merge_copies(kept)  # one finding per source line and rule, after the noqa of each copy
     kept.sort(key=Diagnostic.sort_key)
-    return LintResult(path, module, kept, suppressed)
+    return LintResult(path, module, kept, suppressed, kernels)
+
+
+def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: KernelCache | None
+                     ) -> tuple[Module | None, list[Diagnostic], list[KernelOutline]] | None:  # fmt: skip
+    """`check_module`'s findings on the PTX ``text``, with the file read
+    kernel by kernel (`tolk_lint.frontends.ptx.stream`): each kernel is
+    read, prepared and checked, and let go before the next is read, so the
+    lint holds one kernel's IR however many the file has. Returns the
+    module (None when the budget ran out before any kernel was checked),
+    the findings and the kernels checked; None when the file must be read
+    whole (a syntax error anywhere, which means no kernel is analysed, or a
+    file the kernel-by-kernel reading does not split): the findings of the
+    kernels checked so far are dropped, and `parse` reports why."""
+    from tolk_lint.frontends.ptx.stream import open_ptx
+
+    try:
+        stream = open_ptx(text, path)
+    except budget.BudgetExceeded as e:
+        return None, [_reading_stopped(path, e)], []
+    except Exception:  # noqa: BLE001 - NotStreamable, or what reading the whole file reports in its words
+        return None
+    module = stream.module
+    prepare(module, settings)  # the device functions' targets
+    checker = KernelChecker(module, settings, kernel_cache, stream.outline)
+    found: list[Diagnostic] = []
+    linted: list[KernelOutline] = []
+    kernels = stream.kernels()
+    while True:
+        try:
+            k = next(kernels, None)
+        except budget.BudgetExceeded as e:
+            if not linted:
+                return None, [_reading_stopped(path, e)], []
+            found.append(_reading_stopped(path, e, stream.reading))
+            break
+        except Exception:  # noqa: BLE001 - as above: the whole file is read again
+            return None
+        if k is None:
+            break
+        prepare(module, settings, [k])
+        found += checker.check(k)
+        linted.append(KernelOutline.of(k))
+        del k  # before the next kernel is read
+    checker.done()
+    module = stream.finish()
+    return module, dedupe(module.diagnostics + found), linted
+
+
+def _reading_stopped(path: str, e: budget.BudgetExceeded, at=None) -> Diagnostic:
+    """TL005: the budget ran out while the file was read, before any kernel
+    was checked, or, reading kernel by kernel, at the entry ``at``
+    (a `split.FunctionText`): it and the kernels after it were not analysed."""
+    if at is None:
+        what, span = "nothing in it was analysed", Span(path, 1, 1)
+    else:
+        what = f"the kernels from `{at.name}` (line {at.line}) on were not analysed"
+        span = Span(path, at.line, at.column, at.name_line, at.name_end_column)
+    message = f"reading the file stopped ({e.what}): {e.reason}; {what}"
+    return Diagnostic("TL005", Severity.ERROR, message, span, data={"reason": e.reason, "unfinished": e.what},
+                      name="budget-exceeded")  # fmt: skip
 
 
 def read_source(path: str) -> tuple[bytes | None, Diagnostic | None]:

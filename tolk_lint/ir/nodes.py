@@ -325,6 +325,22 @@ class Kernel:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class KernelOutline:
+    """What a lint keeps of a kernel once its IR is gone: its name and its
+    header's span (`Kernel.span`). PTX is linted kernel by kernel
+    (`tolk_lint.frontends.ptx.stream`), each kernel's IR let go as soon as
+    it is linted; ``LintResult.kernels`` lists these."""
+
+    name: str
+    span: Span | None
+    host: bool = False
+
+    @classmethod
+    def of(cls, k: Kernel) -> KernelOutline:
+        return cls(k.name, k.span, k.host)
+
+
 @dataclass
 class Module:
     """Everything read from one file: its kernels and device functions, the
@@ -339,6 +355,7 @@ class Module:
     files: dict[int, str] = field(default_factory=dict)  # PTX .file index -> path
     target: str | None = None  # PTX .target
     _lines: list[str] | None = field(default=None, repr=False, compare=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def lines(self) -> list[str]:
         """``source.splitlines()``, split once: every kernel of a file looks
@@ -346,6 +363,14 @@ class Module:
         if self._lines is None:
             self._lines = self.source.splitlines()
         return self._lines
+
+    def cached(self, key: str, compute):
+        """Per-module cache for what every kernel of the file asks for (the
+        CUDA sources its ``.file`` table names): once per lint, not once per
+        kernel."""
+        if key not in self._cache:
+            self._cache[key] = compute(self)
+        return self._cache[key]
 
     def all_kernels(self) -> list[Kernel]:
         """Entries first, then device functions (which have bodies of their own)."""

@@ -36,11 +36,14 @@ if TYPE_CHECKING:  # the CUDA C reader is imported when there is a source to rea
 _CUDA_SUFFIXES = (".cu", ".cuh")
 
 
-def launch_shapes(module: Module, settings) -> dict[int, list[LaunchShape]]:
-    """``id(kernel) -> shapes`` for every kernel of ``module`` (host kernels: none)."""
+def launch_shapes(
+    module: Module, settings, kernels: list[Kernel] | None = None
+) -> dict[int, list[LaunchShape]]:
+    """``id(kernel) -> shapes`` for every kernel of ``module``, or for
+    ``kernels`` (a module read kernel by kernel); host kernels: none."""
     sources: list[CudaSource] | None = None
     out: dict[int, list[LaunchShape]] = {}
-    for k in module.kernels:
+    for k in module.kernels if kernels is None else kernels:
         if k.host:
             continue
         given = _given(k, settings)
@@ -117,7 +120,13 @@ def _ptx_header(text: str) -> bool:
 
 def cuda_sources(module: Module) -> list[CudaSource]:
     """The readable CUDA sources the PTX's ``.file`` table names (toolkit
-    headers left out), or the ``.cu`` beside the ``.ptx`` when it names none."""
+    headers left out), or the ``.cu`` beside the ``.ptx`` when it names none;
+    looked for once per module (every kernel of the file asks, and a file
+    may hold thousands)."""
+    return module.cached("cuda_sources", _read_cuda_sources)
+
+
+def _read_cuda_sources(module: Module) -> list[CudaSource]:
     paths = source_paths(module)
     if not paths:
         return []

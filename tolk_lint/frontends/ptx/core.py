@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Collection
 from typing import Any
 
 from tolk_lint.diagnostics import Diagnostic, Severity
@@ -100,12 +101,12 @@ class LoweringCore:
     state every instruction family shares."""
 
     def __init__(self, fd: FuncDecl, pf: PtxFile, mod: Module, module_buffers: dict[str, Buffer],
-                 funcs: dict[str, FuncDecl]):  # fmt: skip
+                 funcs: Collection[str]):  # fmt: skip
         self.fd = fd
         self.pf = pf
         self.mod = mod
         self.path = mod.path
-        self.funcs = funcs
+        self.funcs = funcs  # the names of the module's functions, declared or defined
         self.k = Kernel(
             name=fd.name,
             language="ptx",

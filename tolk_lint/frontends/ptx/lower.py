@@ -2,13 +2,15 @@
 
 `parse_ptx` parses and lowers one file and never raises: a syntax error
 becomes one TL001 diagnostic (and no kernels), an instruction not modelled
-a TL002 warning. `lower_module` records the module's own buffers (the variables declared
-outside any function), then
-lowers one `Kernel` per ``.entry`` and per ``.func`` with a body
-(`function.FunctionLowering`: flatten, split into blocks, fill); a function
-that cannot be lowered (a bug of ours) is reported as TL004, an error, and
-skipped. Then each kernel's calls are inlined (`tolk_lint.ir.inline`), so
-that the analyses see what its ``.func`` callees do.
+a TL002 warning. `lower_module` records the module's own buffers (the
+variables declared outside any function) and its function names
+(`declarations`), then lowers one `Kernel` per ``.entry`` and per ``.func``
+with a body (`lower_function`, with `function.FunctionLowering`: flatten,
+split into blocks, fill); a function that cannot be lowered (a bug of ours)
+is reported as TL004, an error, and skipped. Then each kernel's calls are
+inlined (`tolk_lint.ir.inline`), so that the analyses see what its ``.func``
+callees do. The kernel-by-kernel reading (`stream`) uses the same three
+steps, one function at a time.
 The module keeps the file table of ``.file`` and the ``.target``.
 
 Operand conventions follow the docstring of `tolk_lint.ir.opcodes`. Anything
@@ -16,8 +18,8 @@ not modelled becomes OPAQUE (results written to its destination registers)
 and is reported once per opcode per kernel as TL002.
 
 What it may import: `parser`, `tree`, `errors`, `flatten` (`buffer_of`), `function`,
-`tolk_lint.diagnostics`, `tolk_lint.deep` (its recursion limit) and `tolk_lint.ir`. Only the package's
-``__init__`` imports it.
+`tolk_lint.diagnostics`, `tolk_lint.deep` (its recursion limit) and `tolk_lint.ir`. The package's
+``__init__`` and `stream` import it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import gc
 
 from tolk_lint.diagnostics import Diagnostic, Severity, internal_error
 from tolk_lint.ir.inline import inline_calls
-from tolk_lint.ir.nodes import Buffer, Module, Span
+from tolk_lint.ir.nodes import Buffer, Kernel, Module, Span
 
 from .errors import PtxSyntaxError
 from .flatten import buffer_of
@@ -89,39 +91,58 @@ def _tl001(path: str, message: str, line: int, col: int, end_line: int | None = 
 
 
 def lower_module(pf: PtxFile, mod: Module) -> None:
-    path = mod.path
-    files = pf.files
-    module_buffers: dict[str, Buffer] = {}
-    funcs: dict[str, FuncDecl] = {}
-    for it in pf.items:
-        if isinstance(it, tuple) and it and it[0] == "V":
-            d = it[1]
-            if d.space in ("global", "shared", "const", "local", "tex"):
-                module_buffers[d.name] = buffer_of(d, path)
-        elif isinstance(it, FuncDecl):
-            if it.name not in funcs or it.body is not None:
-                funcs[it.name] = it
+    buffers, names = declarations(pf.items, mod.path)
     for it in pf.items:
         if not isinstance(it, FuncDecl) or it.body is None:
             continue
-        span = Span(path, it.line, it.column, it.end_line, it.end_column)
-        try:
-            k = FunctionLowering(it, pf, mod, module_buffers, funcs).lower()
-        except RecursionError:
-            mod.diagnostics.append(_too_deep(path, span))
+        k = lower_function(it, pf, mod, buffers, names)
+        if k is None:
             continue
-        except PtxSyntaxError as e:  # an instruction ptxas rejects: this function is not PTX
-            mod.diagnostics.append(_tl001(path, e.message, e.line, e.column, e.end_line, e.end_column))
-            continue
-        except Exception as e:  # noqa: BLE001 - a bug of ours: TL004 for this function, the others go on
-            mod.diagnostics.append(internal_error(f"while lowering `{it.name}`", e, span, it.name))
-            continue
-        it.body = None  # the tuples are no longer needed: let them go before the next function
         if it.kind == "entry":
             mod.kernels.append(k)
         else:
             mod.functions[k.name] = k
-    del files
     # the analyses see one kernel at a time: what its calls do is its own
     for k in mod.kernels:
         inline_calls(k, mod.functions)
+
+
+def declarations(items: list, path: str) -> tuple[dict[str, Buffer], set[str]]:
+    """What every function of the file sees of the module: its buffers (the
+    variables declared outside any function, wherever they are in the file)
+    and the names of its functions (declared or defined: an operand naming
+    one is a function, not a register)."""
+    buffers: dict[str, Buffer] = {}
+    names: set[str] = set()
+    for it in items:
+        if isinstance(it, tuple) and it and it[0] == "V":
+            d = it[1]
+            if d.space in ("global", "shared", "const", "local", "tex"):
+                buffers[d.name] = buffer_of(d, path)
+        elif isinstance(it, FuncDecl):
+            names.add(it.name)
+    return buffers, names
+
+
+def lower_function(
+    fd: FuncDecl, pf: PtxFile, mod: Module, buffers: dict[str, Buffer], names: set[str]
+) -> Kernel | None:
+    """The `Kernel` of one function with a body, or None when it cannot be
+    lowered: an instruction ptxas rejects (TL001), nesting past the stack
+    (TL001), a bug of ours (TL004), each a diagnostic on ``mod`` for this
+    function alone. Its statements are let go once lowered."""
+    path = mod.path
+    span = Span(path, fd.line, fd.column, fd.end_line, fd.end_column)
+    try:
+        k = FunctionLowering(fd, pf, mod, buffers, names).lower()
+    except RecursionError:
+        mod.diagnostics.append(_too_deep(path, span))
+        return None
+    except PtxSyntaxError as e:  # an instruction ptxas rejects: this function is not PTX
+        mod.diagnostics.append(_tl001(path, e.message, e.line, e.column, e.end_line, e.end_column))
+        return None
+    except Exception as e:  # noqa: BLE001 - a bug of ours: TL004 for this function, the others go on
+        mod.diagnostics.append(internal_error(f"while lowering `{fd.name}`", e, span, fd.name))
+        return None
+    fd.body = None  # the tuples are no longer needed: let them go before the next function
+    return k

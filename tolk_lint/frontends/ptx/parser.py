@@ -11,6 +11,12 @@ decoder (`decoder`), which hands what it cannot read back to the grammar's
 facts (``.version``, ``.target``, ``.file``) are collected on the
 `PtxFile`.
 
+`parse_slice` parses a piece of the text alone (one function, or the
+declarations between two), with every position as in the whole text: what
+the kernel-by-kernel reading (`stream`) parses one function at a time with.
+It needs lark's `TextSlice` (lark 1.2 and later; `SLICES` says whether this
+lark has it).
+
 The tree's dataclasses and `PtxSyntaxError` are re-exported here, where
 callers have always imported them from.
 
@@ -24,6 +30,12 @@ from pathlib import Path
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput
+from lark.lexer import LexerState, LexerThread, LineCounter
+
+try:
+    from lark.utils import TextSlice
+except ImportError:  # lark before 1.2: no slices, so files are parsed whole
+    TextSlice = None  # type: ignore[assignment,misc]
 
 from .decoder import ATOM_CACHE, decode_run
 from .errors import PtxSyntaxError, syntax_error
@@ -34,10 +46,11 @@ from .tree import FuncDecl, ParamDecl, ProtoDecl, PtxFile, VarDecl
 
 __all__ = [
     "PTX_GRAMMAR_PATH", "FuncDecl", "ParamDecl", "ProtoDecl", "PtxFile", "PtxSyntaxError", "VarDecl",
-    "decode_instruction", "parse_tree",
+    "decode_instruction", "parse_slice", "parse_tree",
 ]  # fmt: skip
 
 PTX_GRAMMAR_PATH = Path(__file__).with_name("ptx.lark")
+SLICES = TextSlice is not None
 
 _PARSER: Lark | None = None
 
@@ -70,8 +83,17 @@ def parse_tree(text: str) -> PtxFile:
         items = _parse_with(lk, clean)
     except UnexpectedInput as e:
         raise syntax_error(e, clean, lk) from None
-    if not (items and isinstance(items[0], tuple) and items[0][0] == "version"):
+    if not starts_with_version(items):
         raise _no_version(clean, bool(items))
+    return ptx_file(items, clean)
+
+
+def starts_with_version(items: list) -> bool:
+    return bool(items) and isinstance(items[0], tuple) and items[0][0] == "version"
+
+
+def ptx_file(items: list, clean: str) -> PtxFile:
+    """The `PtxFile` of ``items``, with the module-level facts they hold."""
     out = PtxFile(items=items, clean=clean)
     for it in items:
         if isinstance(it, tuple):
@@ -84,6 +106,31 @@ def parse_tree(text: str) -> PtxFile:
             elif it[0] == "version":
                 out.version = it[1]
     return out
+
+
+def parse_slice(clean: str, start: int, end: int, line: int, column: int) -> list:
+    """The items of ``clean[start:end]`` (comments blanked, as `parse_tree`
+    parses), which starts at ``line`` and ``column`` of ``clean``: every
+    token's line, column and offset is the one it has in the whole text, so
+    the items are those `parse_tree` would give for that stretch of the
+    file. Raises lark's `UnexpectedInput` on a syntax error (the caller
+    reads the file whole to report it). Needs `SLICES`.
+
+    lark counts lines from the start of the text it is given; a slice
+    starting at offset ``start`` would make it count the newlines before
+    ``start`` first, for every piece of a file. The lexer's line counter is
+    set to where the slice starts instead, and the parser driven with it as
+    `Lark.parse` drives it."""
+    lk = _lark()
+    if len(ATOM_CACHE) > 100_000:
+        ATOM_CACHE.clear()
+    counter = LineCounter("\n")
+    counter.char_pos = start
+    counter.line = line
+    counter.column = column
+    counter.line_start_pos = start - (column - 1)
+    lexer = LexerThread(lk.parser.lexer, LexerState(TextSlice(clean, start, end), counter))
+    return lk.parser.parser.parse(lexer, "start")
 
 
 def _no_version(clean: str, has_items: bool) -> PtxSyntaxError:

@@ -1,0 +1,259 @@
+"""Per-kernel reuse of findings for the language server: `KernelCache`.
+
+An edited document is linted again on every change; the kernels the edit
+did not touch keep their findings. A kernel's key hashes what its findings
+depend on (`KernelCache`'s docstring says what that is); `kernel_units`
+cuts the file into the kernels' text and the code around them.
+
+What it may import: the IR, the settings, the diagnostics and the tool's
+fingerprint. `tolk_lint.engine` imports it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import re
+import traceback
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from tolk_lint.config import Settings
+from tolk_lint.diagnostics import Diagnostic
+from tolk_lint.fingerprint import tool_fingerprint
+from tolk_lint.ir.nodes import Kernel, KernelOutline, Module
+from tolk_lint.ir.opcodes import Opcode
+
+log = logging.getLogger("tolk_lint")
+
+
+class KernelCache:
+    """Findings per kernel, in memory, for re-linting an edited document (the
+    language server): the kernels an edit did not touch are not analysed
+    again.
+
+    A kernel's key hashes the tool's fingerprint, the settings, the path, the
+    kernel's own text *and its first line* (a kernel moved by lines inserted
+    above it is a miss: its diagnostics, and the line numbers their messages
+    quote, would be stale), its target and launch after `prepare`, and the
+    file's *surroundings*: every line of code outside the cached kernels
+    (module constants, device functions, ``.func`` bodies and host functions,
+    which kernels inline; each kernel's decorators and ``def`` line; the PTX
+    header), with its line number down to the last line the kernel's IR
+    comes from (`ir_reach`: the kernel itself, and the device functions it
+    inlines), without it below. Blank and comment-only lines outside the
+    kernels are not part of it (the comment lines right above a Python
+    kernel are part of that kernel: its ``tolk: launch`` comment). So an
+    edit inside one kernel re-lints that kernel, plus, when it adds or
+    removes lines, the kernels below it and those that inline code below
+    it; an edit to the code around the kernels re-lints them all. Kernels
+    the surroundings cannot be split from (a kernel nested in another
+    statement or naming another kernel, two of one name, a PTX file with
+    ``/* */`` comments) are always linted.
+    noqa comments are applied after, on the whole file, so they never make a
+    stale entry. Results holding a TL004 are never kept.
+    """
+
+    def __init__(self) -> None:
+        # path -> {key: findings} of the latest lint of that path: what an edit
+        # of the document can reuse (older versions are dropped, so memory
+        # stays at the open documents' current findings)
+        self.entries: dict[str, dict[str, list[Diagnostic]]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def keys(self, module: Module, settings: Settings, outline: Sequence[KernelOutline] | None = None
+             ) -> Callable[[Kernel], str | None]:  # fmt: skip
+        """The key of each kernel of ``module`` (None for one that cannot be
+        cached). The kernels are ``module.kernels``, or, when the module is
+        linted kernel by kernel (`tolk_lint.frontends.ptx.stream`), those
+        ``outline`` names: each kernel is keyed when it has been read and
+        prepared, with the key it would have with all of them in memory."""
+        try:
+            units, context = kernel_units(module, outline)
+        except Exception:  # noqa: BLE001 - never fail a lint over the cache
+            log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
+            units, context = {}, []
+        if not units:
+            return lambda k: None
+        import hashlib
+
+        base = hashlib.sha256()
+        for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
+                     str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
+            base.update(part.encode("utf-8", "surrogateescape") + b"\0")
+
+        def key(k: Kernel) -> str | None:
+            unit = units.get(k.name)
+            if unit is None:
+                return None
+            first, last, text = unit
+            reach = max(last, ir_reach(k, module))
+            h = base.copy()
+            own = f"\0{k.name}\0{first}\0{k.target}\0{k.host}\0{k.launch!r}\0{text}\0"
+            h.update(own.encode("utf-8", "surrogateescape"))
+            for line, code in context:  # below what the kernel reaches, code counts but not where it is
+                h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
+            return h.hexdigest()
+
+        return key
+
+    def get(self, path: str, key: str) -> list[Diagnostic] | None:
+        got = self.entries.get(path, {}).get(key)
+        if got is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return copy.deepcopy(got)
+
+    def store(self, path: str, found: dict[str, list[Diagnostic]]) -> None:
+        """What the lint of ``path`` found, per key: replaces the path's entries."""
+        self.entries[path] = {key: copy.deepcopy(diags) for key, diags in found.items()}
+
+    def forget(self, path: str) -> None:
+        self.entries.pop(path, None)
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
+def ir_reach(k: Kernel, module: Module) -> float:
+    """The last line of the linted file that ``k``'s IR comes from (its
+    instructions, with the origins of inlined code, and its buffers): the
+    analyses see nothing below it, so where the code below sits cannot
+    change the kernel's findings. Infinite when the kernel calls a function
+    (the analyses read the callee's body, wherever it is) or has an origin
+    in a file named otherwise."""
+    top = k.span.line if k.span is not None else 0
+
+    def spans():
+        yield k.span, k.origin
+        for b in k.buffers.values():
+            yield b.span, b.origin
+        for ins in k.instrs():
+            yield ins.span, ins.origin
+
+    calls = any(ins.op is Opcode.CALL for ins in k.instrs())
+    if calls:
+        return math.inf
+    for span, origin in spans():
+        if span is not None:
+            if span.path != module.path:
+                return math.inf
+            top = max(top, span.line, span.end_line or 0)
+        o = origin
+        while o is not None:
+            if o.path == module.path:
+                top = max(top, o.line)
+            elif module.language != "ptx":  # a PTX origin names the CUDA C file, never this one
+                return math.inf
+            o = o.inlined_at
+    return top
+
+
+_PTX_ENTRY = re.compile(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.entry\s+([\w$%.]+)")
+
+
+def kernel_units(module: Module, outline: Sequence[KernelOutline] | None = None
+                 ) -> tuple[dict[str, tuple[int, int, str]], list[tuple[int, str]]]:  # fmt: skip
+    """The cacheable kernels' text, ``{name: (first line, last line, text)}``,
+    and the file's code outside them, ``[(line, text)]`` (see `KernelCache`).
+    The kernels are ``outline`` when given, else ``module.kernels``."""
+    lines = module.lines()
+    if module.language == "ptx":
+        spans = _ptx_units(lines)
+        marker = "//"
+    elif module.language == "python":
+        spans = _python_units(module.source, lines)
+        marker = "#"
+    else:
+        return {}, []
+    kernels = module.kernels if outline is None else outline
+    count = Counter(k.name for k in kernels)
+    inside: set[int] = set()
+    units: dict[str, tuple[int, int, str]] = {}
+    for k in kernels:
+        if k.name not in spans or count[k.name] != 1:
+            continue
+        first, last, shared, mentions = spans[k.name]
+        if any(name in count for name in mentions - {k.name}):
+            continue  # it names another kernel (calls it): that kernel's text is part of its result
+        if k.span is None or k.span.path != module.path or not first <= k.span.line <= last:
+            continue  # not the kernel found there
+        units[k.name] = (first, last, "\n".join(lines[first - 1 : last]))
+        if not k.host:  # a host function may be inlined by another: its text stays in everyone's key
+            inside.update(ln for ln in range(first, last + 1) if ln not in shared)
+    context = []
+    for ln, text in enumerate(lines, start=1):
+        stripped = text.strip()
+        if ln in inside or not stripped or stripped.startswith(marker):
+            continue
+        if marker == "//" and stripped.startswith(".file"):
+            continue  # the `.file` table is `module.files`, wherever it sits
+        context.append((ln, text))
+    return units, context
+
+
+def _ptx_units(lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
+    """``.entry`` name -> (first line, last line, lines kept in the
+    surroundings, names it mentions): the header through the brace that
+    closes the body (entries cannot call entries: no names)."""
+    if any("/*" in ln for ln in lines):
+        return {}
+    out: dict[str, tuple[int, int, set[int], set[str]]] = {}
+    seen: set[str] = set()
+    i = 0
+    while i < len(lines):
+        m = _PTX_ENTRY.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        name, depth, opened, j = m.group(1), 0, False, i
+        while j < len(lines):
+            code = lines[j].split("//", 1)[0]
+            depth += code.count("{") - code.count("}")
+            opened = opened or "{" in code
+            if opened and depth <= 0:
+                break
+            j += 1
+        if j >= len(lines) or name in seen:  # unclosed, or a second entry of that name
+            seen.add(name)
+            out.pop(name, None)
+            i = j + 1
+            continue
+        seen.add(name)
+        out[name] = (i + 1, j + 1, set(), set())
+        i = j + 1
+    return out
+
+
+def _python_units(source: str, lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
+    """Top-level functions: name -> (first line, last line, the decorator and
+    ``def`` lines, which stay in the surroundings since the finder reads them
+    for every function, the names its body mentions). A function starts at
+    the comment lines right above its decorators (a kernel's launch
+    comment)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: dict[str, tuple[int, int, set[int], set[str]]] = {}
+    seen: set[str] = set()
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if node.name in seen:  # defined twice: which one is the kernel is not ours to guess
+            out.pop(node.name, None)
+            continue
+        seen.add(node.name)
+        header = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        first = header
+        while first > 1 and lines[first - 2].strip().startswith("#"):
+            first -= 1
+        last = node.end_lineno or node.lineno
+        mentions = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        out[node.name] = (first, last, set(range(header, node.lineno + 1)), mentions)
+    return out
