@@ -317,12 +317,15 @@ def _boom(*_a, **_k):
     ("tolk_lint.frontends.python.lower.lower_function", PY_BARRIER, "k.py"),
     ("tolk_lint.frontends.python.finder.Finder.__init__", PY_BARRIER, "k.py"),
     ("tolk_lint.frontends.ptx.function.FunctionLowering.lower", SMALL_PTX, "k.ptx"),
-    ("tolk_lint.frontends.ptx.lower.parse_tree", SMALL_PTX, "k.ptx"),
+    # the parser of a whole file, and of one function at a time (a file read
+    # kernel by kernel falls back to the whole file when a piece fails)
+    (("tolk_lint.frontends.ptx.lower.parse_tree", "tolk_lint.frontends.ptx.stream.parse_slice"), SMALL_PTX, "k.ptx"),
 ])  # fmt: skip
 def test_front_end_failure_is_tl004(monkeypatch, where, text, path):
     """A bug of ours in a front end is TL004, an error naming the exception
     with the request to report it; `--ignore TL002`/`TL004` hide nothing."""
-    monkeypatch.setattr(where, _boom)
+    for target in (where,) if isinstance(where, str) else where:
+        monkeypatch.setattr(target, _boom)
     r = lint_text(text, path, DEFAULT_SETTINGS.with_(time_budget=60, ignore=("TL002", "TL004")))
     assert [d.code for d in r.diagnostics] == ["TL004"], [(d.code, d.message) for d in r.diagnostics]
     d = r.diagnostics[0]
