@@ -84,9 +84,15 @@ def test_time_budget_stops_parsing_fifty_megabytes(tmp_path):
     f.write_text(replicate_ptx(text, 50 * 1024 * 1024))
     p = tolk_lint("check", "--no-cache", "--time-budget", "2", "--output-format", "json", str(f), timeout=300)
     diags = json.loads(p.stdout)
-    assert p.returncode == 2 and codes(diags) == {"TL005"}, diags
-    [d] = diags
-    assert d["message"].startswith("reading the file stopped") and "line" in d["message"], d
+    assert p.returncode == 2, diags
+    # PTX is read kernel by kernel: the budget runs out while the file is read
+    # (before the first kernel, or between two: the findings of those before
+    # stay), or in the analysis of a kernel (its TL005), and then at once while
+    # the next one is read. One TL005 says where reading stopped.
+    stops = [d for d in diags if d["code"] == "TL005"]
+    [d] = [d for d in stops if d["message"].startswith("reading the file stopped")]
+    assert "line" in d["message"], d
+    assert all(s is d or s["message"].startswith("the analysis of kernel") for s in stops), stops
 
 
 # -- every analysis that can grow looks at the budget ------------------------------------------

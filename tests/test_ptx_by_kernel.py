@@ -256,3 +256,31 @@ def test_the_kernel_cache_keys_are_the_whole_modules(monkeypatch, tmp_path):
     again = lint(path, text, settings=DEFAULT_SETTINGS, cache=cache)
     assert cache.misses == misses and cache.hits == misses
     assert as_json(again) == as_json(lint(path, text, settings=DEFAULT_SETTINGS))
+
+
+def test_a_released_kernel_is_freed_without_the_cyclic_collector():
+    """`Kernel.release` cuts the IR's cycles (instruction and block, value
+    and definition, block and kernel): reference counting alone frees the
+    kernel and its blocks' instructions. (What is left for the collector:
+    the calls the inliner replaced, cut out of their blocks before.)"""
+    from tolk_lint.ir.nodes import Instr
+    from tolk_lint.ir.opcodes import Opcode
+
+    text = (FIXTURES / "ptx" / "collectives" / "func_calls.ptx").read_text()
+    gc.collect()
+    old = {id(o) for o in gc.get_objects() if isinstance(o, Instr)}
+    gc.disable()
+    try:
+        module = parse_ptx(text, "k.ptx")
+        kernels = [weakref.ref(k) for k in module.all_kernels()]
+        assert sum(isinstance(o, Instr) and id(o) not in old for o in gc.get_objects()) > 100
+        for k in module.all_kernels():
+            k.release()
+        del module, k
+        assert all(r() is None for r in kernels)
+        left = [o for o in gc.get_objects() if isinstance(o, Instr) and id(o) not in old]
+        assert left and all(
+            o.op is Opcode.CALL and o not in (o.block.instrs if o.block else []) for o in left
+        )
+    finally:
+        gc.enable()

@@ -467,6 +467,7 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
         prepare(module, settings, [k])
         found += checker.check(k)
         linted.append(KernelOutline.of(k))
+        k.release()  # freed now, not at the cyclic collector's next pass
         del k  # before the next kernel is read
     checker.done()
     module = stream.finish()

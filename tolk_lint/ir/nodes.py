@@ -324,6 +324,26 @@ class Kernel:
                 return p
         return None
 
+    def release(self) -> None:
+        """Let go of the IR: the kernel is never used again (the kernel-by-
+        kernel lint, once it is linted). Instructions know their block,
+        blocks their kernel and neighbours, values their definition: cycles,
+        which only the cyclic collector frees, in passes over every object
+        alive. Cut here, the IR is freed when the last reference to it goes
+        (10 MB of PTX: 5 s of collections -> 2 s)."""
+        self._cache.clear()
+        for b in self.blocks:
+            for ins in b.instrs:
+                ins.block = None
+                for r in ins.results:
+                    r.defn = None
+            b.kernel = None
+            b.instrs, b.preds, b.succs = [], [], []
+        self.blocks = []
+        for p in self.params + self.returns:
+            p.value = None
+        self.assumptions = []
+
 
 @dataclass(frozen=True, slots=True)
 class KernelOutline:

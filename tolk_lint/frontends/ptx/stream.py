@@ -95,6 +95,8 @@ class PtxStream:
         mod = self.module
         found = mod.diagnostics
         mod.diagnostics = [d for _, a, b in sorted(self._diagnostics_of) for d in found[a:b]]
+        for f in mod.functions.values():
+            f.release()
         mod.functions = {}
         self.pf = PtxFile()
         return mod
