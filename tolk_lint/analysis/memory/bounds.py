@@ -3,9 +3,10 @@
 Each shared or local access of an array of known size is asked whether some
 thread, at some trip, can leave the array: first by the concrete pass (every
 thread of the block at every trip residue: all in bounds, or a thread that
-leaves), or without a launch shape by the thread rank (`ranks`), then by Z3 over one context where each loop's trip is free. A
-Python access is judged per dimension of its index (Numba wraps
-``-n..-1``), a PTX access by its byte offset from the array's base. The
+leaves), or without a launch shape by the thread rank (`ranks`), then by
+Z3 over one context where each loop's trip is free. A Python access is
+judged per dimension of its index (Numba wraps ``-n..-1``), a PTX access
+by its byte offset from the array's base. The
 first access of each source line with a finding is reported; the others,
 unrolled copies of the same line, are not asked about.
 """
@@ -22,7 +23,7 @@ from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import block_line, block_where, pretty_buffer, source_key
 from tolk_lint.analysis.memory.evaluator import Unevaluable, sym_add
 from tolk_lint.analysis.memory.query import Query, model_value
-from tolk_lint.analysis.memory.ranks import RankReader, rank_in_bounds
+from tolk_lint.analysis.memory.ranks import rank_in_bounds
 from tolk_lint.ir.nodes import type_bits
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
     out = []
     q: Query | None = None
     reported: set = set()  # source lines with a finding: their later accesses are not asked about
-    ranks = RankReader(mf)  # thread-rank indices are in bounds for any block (`ranks`)
     for n, acc in enumerate(mf.accesses, 1):
         budget.check("the bounds search (access %d of %d)", n, len(mf.accesses))
         buf = acc.buffer
@@ -62,7 +62,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         if line in reported:
             continue
         conc = _concrete_verdict(mf, acc)
-        if conc == "clear" or (conc is None and rank_in_bounds(ranks, acc, mf.k.launch.threads or 1024)):
+        if conc == "clear" or (conc is None and rank_in_bounds(mf.ranks, acc, mf.k.launch.threads or 1024)):
             mf.concrete_cleared += 1
             continue
         try:

@@ -81,7 +81,8 @@ class MemoryCore:
         self._phases: Phases | None = None
         # a kernel that reads tid.y / tid.z only for its linear rank (cooperative
         # groups' thread_rank()) is indexed by tid.x: flat, like one that never reads them
-        self.rank_only = rank_only_dims(RankReader(self), kernel) if self.tid_dims & {"y", "z"} else set()
+        self.ranks = RankReader(self)  # the address polynomials the race and bounds searches read too
+        self.rank_only = rank_only_dims(self.ranks, kernel) if self.tid_dims & {"y", "z"} else set()
         self.tid_dims -= self.rank_only
         self.queries = 0  # questions asked of the solver
         self.seconds = 0.0  # spent computing the facts

@@ -45,7 +45,7 @@ from tolk_lint.analysis.memory.loops import inside_successor
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
 from tolk_lint.analysis.memory.query import model_value
 from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
-from tolk_lint.analysis.memory.ranks import RankReader, thread_private
+from tolk_lint.analysis.memory.ranks import thread_private
 from tolk_lint.analysis.memory.warp_masks import lane_pair_constraint
 
 if TYPE_CHECKING:
@@ -72,7 +72,6 @@ class RaceSearch:
     def __init__(self, mf: MemoryCore):
         self.mf = mf
         self.concrete = ConcretePairs(mf)
-        self.ranks = RankReader(mf)
         self._found: set = set()  # (code, line, other line) of the races found: not asked about again
         self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
         self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
@@ -270,7 +269,7 @@ class RaceSearch:
                     if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
         if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
             n = len(partners)
-            partners = [(b, vb, af) for b, vb, af in partners if not thread_private(self.ranks, a, b)]
+            partners = [(b, vb, af) for b, vb, af in partners if not thread_private(self.mf.ranks, a, b)]
             self.mf.concrete_cleared += n - len(partners)
         if not partners:
             return []

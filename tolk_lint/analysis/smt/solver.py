@@ -68,8 +68,7 @@ def fresh_context() -> None:
     a kernel's witnesses would otherwise depend on the kernels and files
     linted before it in the same process (a parallel run, the language
     server). The old context is freed with the last term that uses it."""
-    _local.shrinks = MAX_SHRINKS
-    _local.shrink_queries = MAX_SHRINK_QUERIES
+    fresh_witnesses()
     if _z3 is not None:
         _local.ctx = None
 
