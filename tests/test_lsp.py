@@ -135,7 +135,7 @@ async def pull_client(lsp_client: LanguageClient):
 
 @pytest_lsp.fixture(config=CONFIG)
 async def slow_client(lsp_client: LanguageClient):
-    await start(lsp_client, debounce=None)  # the default 0.3 s debounce
+    await start(lsp_client, debounce=0.3)  # the `debounce` option: edits within it are linted once
     yield
     await lsp_client.shutdown_session()
 

@@ -15,10 +15,12 @@ import contextlib
 import gc
 import importlib
 import logging
+import math
 import os
 import stat
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tolk_lint import budget
@@ -29,9 +31,10 @@ from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity, internal_e
 from tolk_lint.diagnostics import REPORT_REQUEST as REPORT_REQUEST  # the line every TL004 ends with
 from tolk_lint.ir.nodes import Kernel, KernelOutline, Module, Span
 from tolk_lint.kernel_cache import KernelCache as KernelCache  # the language server's
+from tolk_lint.kernel_cache import ReadKernel
 from tolk_lint.kernel_cache import kernel_units as kernel_units
 from tolk_lint.registry import RuleContext, selected
-from tolk_lint.suppress import apply_suppressions
+from tolk_lint.suppress import UNUSED_NOQA, apply_suppressions
 from tolk_lint.target import DEFAULT_TARGET, Target, parse_target
 
 log = logging.getLogger("tolk_lint")
@@ -150,15 +153,21 @@ def prepare(module: Module, settings: Settings, kernels: list[Kernel] | None = N
 
 
 def check_module(
-    module: Module, settings: Settings = DEFAULT_SETTINGS, kernel_cache: KernelCache | None = None
+    module: Module, settings: Settings = DEFAULT_SETTINGS, kernel_cache: KernelCache | None = None,
+    progress: Callable[[list[Diagnostic]], None] | None = None,
 ) -> list[Diagnostic]:
     """Every rule's findings on every kernel of ``module``, unfiltered by noqa.
 
     With ``kernel_cache``, a kernel whose text, position and surroundings did
     not change since a lint that stored it reuses its findings (see
-    `KernelCache`)."""
+    `KernelCache`). ``progress`` is called after each kernel but the last
+    with the findings so far."""
     checker = KernelChecker(module, settings, kernel_cache)
-    found = [d for k in module.kernels for d in checker.check(k)]
+    found: list[Diagnostic] = []
+    for n, k in enumerate(module.kernels, start=1):
+        found += checker.check(k)
+        if progress is not None and n < len(module.kernels):  # after the last, the lint's own result
+            progress(found)
     checker.done()
     return dedupe(list(module.diagnostics) + found)
 
@@ -179,7 +188,7 @@ class KernelChecker:
         chosen = iter_rules(settings.effective_select, settings.ignore)
         self.rules = [r() for r in chosen if not r.engine_rule]
         self.key = kernel_cache.keys(module, settings, outline) if kernel_cache is not None else None
-        self.kept: dict[str, list[Diagnostic]] = {}
+        self.kept: dict[str, list[Diagnostic] | ReadKernel] = {}
 
     def check(self, k: Kernel) -> list[Diagnostic]:
         """The findings on ``k`` (nothing for a kernel without a body)."""
@@ -187,15 +196,59 @@ class KernelChecker:
             return []
         key = self.key(k) if self.key is not None else None
         found = self.cache.get(self.module.path, key) if key is not None else None  # type: ignore[union-attr]
-        if found is None:
-            found = check_kernel(self.module, k, self.settings, self.rules)
-        if key is not None and not any(d.code in ("TL004", "TL005") for d in found):  # never keep a crash
+        if isinstance(found, list):
+            self.kept[key] = found  # type: ignore[index]
+            return found
+        found, keep = self.analyse(k)
+        if key is not None and keep:
             self.kept[key] = found
         return found
 
-    def done(self) -> None:
+    def analyse(self, k: Kernel) -> tuple[list[Diagnostic], bool]:
+        """The rules' findings on ``k``, analysed now, and whether they may
+        be reused while ``k`` does not change (`keepable`)."""
+        if not k.blocks:
+            return [], True
+        whole = _whole_budget(self.settings)
+        found = check_kernel(self.module, k, self.settings, self.rules)
+        return found, keepable(found, whole)
+
+    def done(self, complete: bool = True) -> None:
+        """Store this lint's findings; ``complete`` false: it did not reach every kernel."""
         if self.cache is not None:
-            self.cache.store(self.module.path, self.kept)
+            self.cache.store(self.module.path, self.kept, complete)
+
+
+def _whole_budget(settings: Settings) -> bool:
+    """Whether a kernel starting now has all the time any lint would give
+    it: the kernel's time budget, or nine tenths of the whole file's when
+    that is smaller (the rest is what reading the file takes)."""
+    outer = budget.current()
+    left = outer.remaining() if outer is not None else None
+    if left is None:
+        return True
+    full = outer.seconds if outer.seconds is not None else math.inf  # type: ignore[union-attr]
+    if settings.kernel_time_budget is not None:
+        full = min(full, settings.kernel_time_budget)
+    return left >= 0.9 * full
+
+
+def keepable(found: list[Diagnostic], whole_budget: bool) -> bool:
+    """Whether a kernel's fresh findings may be reused while it does not
+    change. Never a crash (TL004). A TL005 only when the kernel's own time
+    ran out while it had all the time a later lint would give it
+    (``whole_budget``): analysing it again would stop again, so the
+    language server does not spend every edit on it; one cut short by a
+    cancel, by the memory budget or by kernels before it spending the file's
+    time is analysed again by the next lint."""
+    for d in found:
+        if d.code == "TL004":
+            return False
+        if d.code == "TL005":
+            reason = str((d.data or {}).get("reason", ""))
+            if not (whole_budget and reason.endswith(" s ran out")):
+                return False
+    return True
 
 
 def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:
@@ -343,14 +396,18 @@ def lint_text(
     language: str | None = None,
     kernel_cache: KernelCache | None = None,
     within: budget.Budget | None = None,
+    progress: Callable[[Callable[[], list[Diagnostic]]], None] | None = None,
 ) -> LintResult:
     """Lint ``text`` as the file ``path``; ``kernel_cache`` (the language
     server's) lets unchanged kernels reuse their findings. The lint runs
-    under ``within``, or else under the settings' per-file budget."""
+    under ``within``, or else under the settings' per-file budget.
+    ``progress`` is called after each kernel but the last with a function
+    that gives what the lint would report so far (`partial_report`), on the lint's
+    thread: the language server publishes a long first lint as it goes."""
     load_tool(settings, language or language_of(path))
     if within is None:
         within = file_budget(settings)
-    return run_deep(_lint_within, text, path, settings, language, kernel_cache, within)
+    return run_deep(_lint_within, text, path, settings, language, kernel_cache, within, progress)
 
 
 _loaded: set[str] = set()
@@ -389,10 +446,10 @@ def load_tool(settings: Settings, language: str | None = None) -> None:
 
 
 def _lint_within(text: str, path: str, settings: Settings, language: str | None,
-                 kernel_cache: KernelCache | None, within: budget.Budget) -> LintResult:  # fmt: skip
+                 kernel_cache: KernelCache | None, within: budget.Budget, progress=None) -> LintResult:  # fmt: skip
     """The lint, on the deep-stack thread (`tolk_lint.deep`), under its budget."""
     with fewer_collections(), budget.running(within):
-        return _lint_text(text, path, settings, language, kernel_cache)
+        return _lint_text(text, path, settings, language, kernel_cache, progress)
 
 
 def file_budget(settings: Settings) -> budget.Budget:
@@ -400,11 +457,12 @@ def file_budget(settings: Settings) -> budget.Budget:
 
 
 def _lint_text(
-    text: str, path: str, settings: Settings, language: str | None, kernel_cache: KernelCache | None
+    text: str, path: str, settings: Settings, language: str | None, kernel_cache: KernelCache | None,
+    progress=None,
 ) -> LintResult:
     got = None
     if (language or language_of(path)) == "ptx":
-        got = _check_by_kernel(text, path, settings, kernel_cache)
+        got = _check_by_kernel(text, path, settings, kernel_cache, progress)
     if got is None:
         try:
             module = parse(text, path, language)
@@ -414,30 +472,58 @@ def _lint_text(
             log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
             return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
         prepare(module, settings)
-        diags = check_module(module, settings, kernel_cache)
+        diags = check_module(module, settings, kernel_cache, partial_report(progress, module, settings))
         got = module, diags, [KernelOutline.of(k) for k in module.kernels]
     module, diags, kernels = got  # type: ignore[assignment]
     if module is None:
         return LintResult(path, None, diags)
+    kept, suppressed = reported(diags, module, settings)
+    return LintResult(path, module, kept, suppressed, kernels)
 
+
+def reported(diags: list[Diagnostic], module: Module, settings: Settings) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """``diags`` as the lint reports them, and those suppressed: after noqa,
+    per-file ignores and the selection, copies merged, in order."""
     kept, suppressed = apply_suppressions(diags, module, settings)
     kept = [d for d in kept if d.code in NOT_ANALYSED or selected(d.code, settings.effective_select, settings.ignore)]
     kept = merge_copies(kept)  # one finding per source line and rule, after the noqa of each copy
     kept.sort(key=Diagnostic.sort_key)
-    return LintResult(path, module, kept, suppressed, kernels)
+    return kept, suppressed
 
 
-def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: KernelCache | None
+def partial_report(progress, module: Module, settings: Settings) -> Callable[[list[Diagnostic]], None] | None:
+    """What a lint calls after each kernel with its findings so far: it
+    hands ``progress`` a function giving what `reported` would make of them
+    and of the front end's diagnostics so far, without TL003 (a noqa in a
+    kernel not linted yet has not been used yet). Worked out only when
+    ``progress`` calls it."""
+    if progress is None:
+        return None
+
+    def step(found: list[Diagnostic]) -> None:
+        def so_far() -> list[Diagnostic]:
+            kept, _ = reported(dedupe(module.diagnostics + found), module, settings)
+            return [d for d in kept if d.code != UNUSED_NOQA]
+
+        progress(so_far)
+
+    return step
+
+
+def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: KernelCache | None, progress=None
                      ) -> tuple[Module | None, list[Diagnostic], list[KernelOutline]] | None:  # fmt: skip
     """`check_module`'s findings on the PTX ``text``, with the file read
     kernel by kernel (`tolk_lint.frontends.ptx.stream`): each kernel is
     read, prepared and checked, and let go before the next is read, so the
-    lint holds one kernel's IR however many the file has. Returns the
-    module (None when the budget ran out before any kernel was checked),
-    the findings and the kernels checked; None when the file must be read
-    whole (a syntax error anywhere, which means no kernel is analysed, or a
-    file the kernel-by-kernel reading does not split): the findings of the
-    kernels checked so far are dropped, and `parse` reports why."""
+    lint holds one kernel's IR however many the file has. With
+    ``kernel_cache``, an entry whose text key (`KernelCache.ptx_keys`) is
+    there is not read at all: its record gives what reading and checking it
+    gave. Returns the module (None when the budget ran out before any
+    kernel was checked), the findings and the kernels checked; None when
+    the file must be read whole (a syntax error anywhere, which means no
+    kernel is analysed, or a file the kernel-by-kernel reading does not
+    split): the findings of the kernels checked so far are dropped, and
+    `parse` reports why."""
     from tolk_lint.frontends.ptx.stream import open_ptx
 
     try:
@@ -448,28 +534,50 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
         return None
     module = stream.module
     prepare(module, settings)  # the device functions' targets
-    checker = KernelChecker(module, settings, kernel_cache, stream.outline)
+    checker = KernelChecker(module, settings, None)  # keyed by text here, not by its IR
+    text_key = kernel_cache.ptx_keys(stream, settings) if kernel_cache is not None else None
+    step = partial_report(progress, module, settings)
     found: list[Diagnostic] = []
     linted: list[KernelOutline] = []
-    kernels = stream.kernels()
-    while True:
+    complete = True
+    for n, ft in enumerate(stream.entries, start=1):
+        key = text_key(ft) if text_key is not None else None
+        got = kernel_cache.get(path, key) if key is not None else None  # type: ignore[union-attr]
+        if isinstance(got, ReadKernel):
+            stream.reuse(ft, got.front_end)
+            found += got.findings
+            if got.outline is not None:
+                linted.append(got.outline)
+            checker.kept[key] = got  # type: ignore[index]
+            continue
         try:
-            k = next(kernels, None)
+            k = stream.read(ft)
         except budget.BudgetExceeded as e:
             if not linted:
                 return None, [_reading_stopped(path, e)], []
-            found.append(_reading_stopped(path, e, stream.reading))
+            found.append(_reading_stopped(path, e, ft))
+            complete = False
             break
         except Exception:  # noqa: BLE001 - as above: the whole file is read again
             return None
-        if k is None:
-            break
-        prepare(module, settings, [k])
-        found += checker.check(k)
-        linted.append(KernelOutline.of(k))
-        k.release()  # freed now, not at the cyclic collector's next pass
-        del k  # before the next kernel is read
-    checker.done()
+        front_end = stream.front_end_of(ft)
+        findings: list[Diagnostic] = []
+        keep, outline = True, None
+        if k is not None:
+            prepare(module, settings, [k])
+            findings, keep = checker.analyse(k)
+            outline = KernelOutline.of(k)
+            linted.append(outline)
+            k.release()  # freed now, not at the cyclic collector's next pass
+            del k  # before the next kernel is read
+        found += findings
+        if key is not None and keep:
+            checker.kept[key] = ReadKernel(findings, front_end, outline)
+        if step is not None and n < len(stream.entries):  # after the last, the lint's own result
+            step(found)
+    stream.reading = None
+    if kernel_cache is not None:
+        kernel_cache.store(path, checker.kept, complete)
     module = stream.finish()
     return module, dedupe(module.diagnostics + found), linted
 

@@ -5,19 +5,30 @@ did not touch keep their findings. A kernel's key hashes what its findings
 depend on (`KernelCache`'s docstring says what that is); `kernel_units`
 cuts the file into the kernels' text and the code around them.
 
-What it may import: the IR, the settings, the diagnostics and the tool's
-fingerprint. `tolk_lint.engine` imports it.
+A PTX file read kernel by kernel is keyed from its text alone
+(`KernelCache.ptx_keys`): an ``.entry`` whose key is there is not even
+parsed, and its record (`ReadKernel`) gives back what reading it reported
+too.
+
+What it may import: the IR, the settings, the diagnostics, the tool's
+fingerprint, and (when keying a PTX file) the files a PTX result depends on
+(`tolk_lint.suppress.origin_dependencies`,
+`tolk_lint.launch.choose.source_paths`). `tolk_lint.engine` imports it.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import math
+import os
 import re
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tolk_lint.config import Settings
 from tolk_lint.diagnostics import Diagnostic
@@ -25,7 +36,22 @@ from tolk_lint.fingerprint import tool_fingerprint
 from tolk_lint.ir.nodes import Kernel, KernelOutline, Module
 from tolk_lint.ir.opcodes import Opcode
 
+if TYPE_CHECKING:
+    from tolk_lint.frontends.ptx.split import FunctionText
+    from tolk_lint.frontends.ptx.stream import PtxStream
+
 log = logging.getLogger("tolk_lint")
+
+
+@dataclass
+class ReadKernel:
+    """What the lint of one PTX ``.entry`` gave, kept under its text key:
+    the rules' findings, what reading it reported (front-end diagnostics),
+    and its outline (None when it could not be lowered)."""
+
+    findings: list[Diagnostic]
+    front_end: list[Diagnostic]
+    outline: KernelOutline | None
 
 
 class KernelCache:
@@ -52,16 +78,18 @@ class KernelCache:
     statement or naming another kernel, two of one name, a PTX file with
     ``/* */`` comments) are always linted.
     noqa comments are applied after, on the whole file, so they never make a
-    stale entry. Results holding a TL004 are never kept.
+    stale entry. Results holding a TL004 are never kept, nor a TL005 unless
+    the kernel had all the time a lint gives it (`tolk_lint.engine.keepable`).
     """
 
     def __init__(self) -> None:
         # path -> {key: findings} of the latest lint of that path: what an edit
         # of the document can reuse (older versions are dropped, so memory
         # stays at the open documents' current findings)
-        self.entries: dict[str, dict[str, list[Diagnostic]]] = {}
+        self.entries: dict[str, dict[str, list[Diagnostic] | ReadKernel]] = {}
         self.hits = 0
         self.misses = 0
+        self._shas: dict[str, tuple[tuple[int, int], str | None]] = {}  # path -> ((mtime, size), its sha)
 
     def keys(self, module: Module, settings: Settings, outline: Sequence[KernelOutline] | None = None
              ) -> Callable[[Kernel], str | None]:  # fmt: skip
@@ -77,12 +105,7 @@ class KernelCache:
             units, context = {}, []
         if not units:
             return lambda k: None
-        import hashlib
-
-        base = hashlib.sha256()
-        for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
-                     str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
-            base.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        base = _base(module, settings)
 
         def key(k: Kernel) -> str | None:
             unit = units.get(k.name)
@@ -99,7 +122,83 @@ class KernelCache:
 
         return key
 
-    def get(self, path: str, key: str) -> list[Diagnostic] | None:
+    def ptx_keys(self, stream: PtxStream, settings: Settings) -> Callable[[FunctionText], str | None]:
+        """The key of each ``.entry`` of a PTX file read kernel by kernel
+        (`stream`), from the text alone, before the entry is parsed (None
+        for one that cannot be cached). It hashes what the IR-based key
+        (`keys`) does, with what the kernel's IR would say read from the
+        text instead: the target is the file's (``.target``, in the
+        surroundings, or the settings'); the launch shapes come from the
+        settings, the entry's own text (``.reqntid``, ``.maxntid``), the
+        comment lines right above it (a ``tolk: launch`` comment; every
+        line since the function before it counts) and the CUDA sources
+        (the content of every file the ``.file`` table names and of the
+        ``.cu`` the shapes are read from); the lines the IR reaches
+        (`ir_reach`) are the entry's and every declaration's outside the
+        functions, or all of them when the entry holds a ``call`` (it
+        inlines, or its analyses read, a ``.func`` body wherever it is).
+        The names of all functions count too: a body may name one."""
+        module = stream.module
+        try:
+            units, context = kernel_units(module, stream.outline)
+        except Exception:  # noqa: BLE001 - never fail a lint over the cache
+            log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
+            units, context = {}, []
+        if not units:
+            return lambda ft: None
+        from tolk_lint.launch.choose import source_paths
+        from tolk_lint.suppress import origin_dependencies
+
+        base = _base(module, settings)
+        for dep in sorted(set(origin_dependencies(module)) | {os.path.abspath(p) for p in source_paths(module)}):
+            base.update(f"{dep}\0{self._sha(dep)}\0".encode("utf-8", "surrogateescape"))
+        base.update(repr(sorted(f.name for f in stream.functions)).encode("utf-8", "surrogateescape"))
+        in_functions = set()
+        for f in stream.functions:
+            in_functions.update(range(f.line, f.end_line + 1))
+        last_declaration = max((ln for ln, _ in context if ln not in in_functions), default=0)
+        lines = module.lines()
+        after: dict[str, int] = {}  # entry -> the last line of the function before it
+        end = 0
+        for f in stream.functions:
+            after.setdefault(f.name, end)
+            end = f.end_line
+
+        def key(ft: FunctionText) -> str | None:
+            unit = units.get(ft.name)
+            if unit is None or ft.kind != "entry":
+                return None
+            first, last, text = unit
+            reach = math.inf if _PTX_CALL.search(text) else max(last, last_declaration)
+            above = "\n".join(lines[after.get(ft.name, 0) : first - 1])
+            h = base.copy()
+            own = f"\0{ft.name}\0{first}\0{ft.line}\0{ft.column}\0{above}\0{text}\0"
+            h.update(own.encode("utf-8", "surrogateescape"))
+            for line, code in context:
+                h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
+            return "ptx:" + h.hexdigest()
+
+        return key
+
+    def _sha(self, path: str) -> str | None:
+        """The sha of the file ``path`` (None when unreadable), read again only when its mtime or size changed."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        got = self._shas.get(path)
+        if got is not None and got[0] == stamp:
+            return got[1]
+        try:
+            with open(path, "rb") as f:
+                sha: str | None = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            sha = None
+        self._shas[path] = (stamp, sha)
+        return sha
+
+    def get(self, path: str, key: str) -> list[Diagnostic] | ReadKernel | None:
         got = self.entries.get(path, {}).get(key)
         if got is None:
             self.misses += 1
@@ -107,15 +206,32 @@ class KernelCache:
         self.hits += 1
         return copy.deepcopy(got)
 
-    def store(self, path: str, found: dict[str, list[Diagnostic]]) -> None:
-        """What the lint of ``path`` found, per key: replaces the path's entries."""
-        self.entries[path] = {key: copy.deepcopy(diags) for key, diags in found.items()}
+    def store(self, path: str, found: dict[str, list[Diagnostic] | ReadKernel], complete: bool = True) -> None:
+        """What the lint of ``path`` found, per key: replaces the path's
+        entries, or, from a lint that stopped before it saw every kernel
+        (``complete`` false: cancelled, or out of budget while reading),
+        is added to them (the kernels it did not reach keep theirs)."""
+        kept = {key: copy.deepcopy(v) for key, v in found.items()}
+        self.entries[path] = kept if complete else {**self.entries.get(path, {}), **kept}
 
     def forget(self, path: str) -> None:
         self.entries.pop(path, None)
 
     def clear(self) -> None:
         self.entries.clear()
+
+
+def _base(module: Module, settings: Settings):
+    """The hash every key of ``module``'s kernels starts from."""
+    base = hashlib.sha256()
+    for part in (tool_fingerprint(), settings.fingerprint(), module.path, module.language,
+                 str(module.target), repr(sorted(module.files.items()))):  # fmt: skip
+        base.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    return base
+
+
+# A call instruction (`call.uni`, `call (%r), f, ...`): the entry's IR reaches a `.func` body.
+_PTX_CALL = re.compile(r"(?<![\w$.%])call(?![\w$])")
 
 
 def ir_reach(k: Kernel, module: Module) -> float:

@@ -4,10 +4,14 @@ What it does, for ``.py`` and ``.ptx`` documents:
 
 - Diagnostics. A client that supports pull diagnostics
   (``textDocument/diagnostic``) pulls them; any other client gets them
-  pushed (``textDocument/publishDiagnostics``) on open, on change (debounced:
-  0.3 s after the last edit of that document, so typing does not queue a
-  lint per keystroke) and on save. Never both, or an editor would show each
-  diagnostic twice (ruff's choice). Each carries its related locations (the
+  pushed (``textDocument/publishDiagnostics``) on open, on change and on
+  save. Never both, or an editor would show each diagnostic twice (ruff's
+  choice). A change is linted at once when no lint of that document is
+  running; changes that arrive while one runs stop it and coalesce: one
+  lint is pending per document, always of its newest version, and a result
+  is published only while its version is the document's newest (`schedule`).
+  A document's first lint publishes as it goes (`PROGRESS_SECONDS`): the
+  kernels already analysed, then all of them. Each carries its related locations (the
   chain of reasons; for PTX the CUDA C line), ``codeDescription.href`` (the
   rule's page) and its fix in ``data``.
 - Code actions: per diagnostic a quick fix (when it has one) and "ignore with
@@ -35,9 +39,13 @@ What it does, for ``.py`` and ``.ptx`` documents:
 - Speed: kernels an edit did not touch reuse their findings from the
   document's previous lint (`tolk_lint.engine.KernelCache`: keyed by the
   kernel's text and first line, the code around the kernels, the settings
-  and the tool), so an edit re-analyses only the kernels it changed or moved.
+  and the tool; a PTX entry by its text alone, so it is not even parsed),
+  so an edit re-analyses only the kernels it changed or moved. A kernel
+  whose analysis ran out of all the time a lint gives it keeps its TL005
+  until it changes, rather than spending every edit's budget again.
 
-``initializationOptions`` may hold ``{"debounce": seconds, "timeBudget": seconds}``.
+``initializationOptions`` may hold ``{"debounce": seconds, "timeBudget": seconds}``:
+``debounce`` (default 0) waits that long after the last edit before a lint.
 """
 
 from __future__ import annotations
@@ -67,7 +75,13 @@ from tolk_lint.lsp.convert import SOURCE, Positions, text_edits, to_lsp
 log = logging.getLogger("tolk_lint.lsp")
 
 FIX_ALL = "source.fixAll.tolk"
-DEBOUNCE_SECONDS = 0.3
+# Edits that arrive while a lint runs coalesce into one lint of the newest
+# version, so no delay is needed to keep typing from queueing lints; a
+# client may still ask for one (``initializationOptions.debounce``).
+DEBOUNCE_SECONDS = 0.0
+# A document's first lint (nothing published for it yet) publishes what it has
+# found so far when it has run this long since its last publish.
+PROGRESS_SECONDS = 0.25
 # An edit must not wait long for its diagnostics: a lint stops after this
 # many seconds (TL005 says so; `tolk-lint check` runs the full analysis).
 LINT_TIME_BUDGET = 5.0
@@ -120,7 +134,8 @@ class TolkLanguageServer(LanguageServer):
         super().__init__("tolk-lint", __version__, protocol_cls=TolkProtocol)
         self.debounce = DEBOUNCE_SECONDS
         self.time_budget = LINT_TIME_BUDGET
-        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.publishing: dict[str, asyncio.Task] = {}  # uri -> the task publishing its newest version
+        self.quiet_until: dict[str, float] = {}  # uri -> loop time its debounce waits for
         self.linted: dict[str, Linted] = {}
         self.published: dict[str, Linted] = {}  # uri -> the lint last sent to the client
         self.running: dict[str, tuple[int | None, threading.Event]] = {}  # uri -> the lint under way
@@ -130,6 +145,8 @@ class TolkLanguageServer(LanguageServer):
         self._config_mtimes: dict[str, float] = {}
         self.kernel_cache = None  # tolk_lint.engine.KernelCache, made on the first lint
         self.linted_paths: dict[str, str] = {}  # uri -> the path it is linted as
+        self.shown: set[str] = set()  # documents whose diagnostics were published since they opened
+        self.lint_loop: asyncio.AbstractEventLoop | None = None  # the event loop, for progress from the threads
 
     def report_server_error(self, error: Exception, source) -> None:
         """The server's own errors go to the client's log, never a pop-up."""
@@ -177,9 +194,11 @@ class TolkLanguageServer(LanguageServer):
     # ------------------------------------------------------------ linting
 
     def lint_now(self, uri: str, text: str, version: int | None, language_id: str | None,
-                 cancel: threading.Event | None = None) -> Linted:  # fmt: skip
+                 cancel: threading.Event | None = None, progress=None) -> Linted:  # fmt: skip
         """Lint one document's text (on a worker thread), under the lint
-        budget; ``cancel`` ends it early. Never raises."""
+        budget; ``cancel`` ends it early. ``progress(lsp)``, if given, is
+        handed what was found so far every `PROGRESS_SECONDS` (at a kernel
+        boundary). Never raises."""
         from tolk_lint.engine import KernelCache, lint_text
 
         if self.kernel_cache is None:
@@ -199,7 +218,10 @@ class TolkLanguageServer(LanguageServer):
         try:
             within = Budget(min(self.time_budget, settings.time_budget), settings.memory_budget * (1 << 20), cancel,
                             label="the language server's time budget")  # fmt: skip
-            diags = lint_text(text, path, settings, language, kernel_cache=self.kernel_cache, within=within).diagnostics
+            step = None if progress is None else _every(PROGRESS_SECONDS, lambda found: progress(
+                extra + [to_lsp(d, uri, pos) for d in found()]))  # fmt: skip
+            diags = lint_text(text, path, settings, language, kernel_cache=self.kernel_cache, within=within,
+                              progress=step).diagnostics  # fmt: skip
         except Exception as e:
             log.error("linting %s failed:\n%s", uri, traceback.format_exc())
             diags = [Diagnostic("TL004", Severity.ERROR,
@@ -220,7 +242,7 @@ class TolkLanguageServer(LanguageServer):
         time, each cancelled when a newer version arrives (`cancel_outdated`),
         so stale lints never pile up behind a slow one; other documents'
         lints run beside it."""
-        loop = asyncio.get_running_loop()
+        loop = self.lint_loop = asyncio.get_running_loop()
         lock = self.busy.setdefault(uri, asyncio.Lock())
         while True:
             doc = self.workspace.text_documents.get(uri)
@@ -266,28 +288,69 @@ class TolkLanguageServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri)
         if doc is None or doc.version != version or cancel.is_set():
             return None
-        result = self.lint_now(uri, text, version, language_id, cancel)
+        progress = None
+        if not self.pull_mode and uri not in self.shown:
+            loop = self.lint_loop
+
+            def progress(lsp: list[types.Diagnostic]) -> None:
+                loop.call_soon_threadsafe(self._publish_progress, uri, version, lsp)
+
+        result = self.lint_now(uri, text, version, language_id, cancel, progress)
         return None if cancel.is_set() else result
 
+    def _publish_progress(self, uri: str, version: int | None, lsp: list[types.Diagnostic]) -> None:
+        """On the event loop: publish a first lint's findings so far, while
+        its version is the newest and nothing was published for the document."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or doc.version != version or uri in self.shown:
+            return
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=version,
+                                                                              diagnostics=lsp))  # fmt: skip
+
     async def publish(self, uri: str) -> None:
-        self.pending.pop(uri, None)
+        """Lint the newest version (`lint`) and publish its diagnostics,
+        unless the document was edited or closed meanwhile (a newer publish
+        is on its way) or this lint is on the client already."""
         result = await self.lint(uri)
         doc = self.workspace.text_documents.get(uri)
         if result is None or doc is None or doc.version != result.version:
-            return  # closed, or edited again: a newer publish is on its way
+            return
         if self.published.get(uri) is result:
-            return  # this lint is on the client already (two publishes racing for one version)
+            return
         self.published[uri] = result
+        self.shown.add(uri)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=result.lsp)
         )
 
     def schedule(self, uri: str, delay: float) -> None:
-        old = self.pending.pop(uri, None)
-        if old is not None:
-            old.cancel()
+        """Publish ``uri``'s newest version, ``delay`` seconds after the last
+        call for it. One task per document does it (`_publisher`): a call
+        while that task lints only moves its target to the newest version,
+        so edits made during a lint coalesce into one lint after it."""
         loop = asyncio.get_running_loop()
-        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.publish(uri)))
+        self.quiet_until[uri] = loop.time() + delay
+        task = self.publishing.get(uri)
+        if task is None or task.done():
+            self.publishing[uri] = loop.create_task(self._publisher(uri))
+
+    async def _publisher(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                wait = self.quiet_until.get(uri, 0.0) - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue  # an edit during the wait moved the deadline
+                await self.publish(uri)
+                doc = self.workspace.text_documents.get(uri)
+                sent = self.published.get(uri)
+                if doc is None or (sent is not None and sent.version == doc.version):
+                    return
+                # edited after its lint ended, before it could be published: once more
+        finally:
+            if self.publishing.get(uri) is asyncio.current_task():
+                del self.publishing[uri]
 
     def relint_all(self) -> None:
         self.linted.clear()
@@ -296,8 +359,26 @@ class TolkLanguageServer(LanguageServer):
             if caps is not None and caps.diagnostics is not None and caps.diagnostics.refresh_support:
                 self.workspace_diagnostic_refresh(None)
             return
+        self.published.clear()
         for uri in list(self.workspace.text_documents):
             self.schedule(uri, 0)
+
+
+def _every(seconds: float, report):
+    """The ``progress`` a lint calls at each kernel boundary with a function
+    giving its findings so far: ``report`` is handed them (worked out only
+    then) when ``seconds`` have passed since the lint started or last reported."""
+    import time
+
+    last = [time.monotonic()]
+
+    def step(found) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            report(found)
+            last[0] = time.monotonic()
+
+    return step
 
 
 def document_path(uri: str, language_id: str | None = None) -> str:
@@ -424,9 +505,9 @@ def create_server() -> TolkLanguageServer:
             ls.client_register_capability(types.RegistrationParams(registrations=[reg]))
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(ls: TolkLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    def did_open(ls: TolkLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         if not ls.pull_mode:
-            await ls.publish(params.text_document.uri)
+            ls.schedule(params.text_document.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TolkLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -439,25 +520,21 @@ def create_server() -> TolkLanguageServer:
             ls.schedule(uri, ls.debounce)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(ls: TolkLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+    def did_save(ls: TolkLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if uri.endswith("pyproject.toml"):
             ls.reload_settings()
             ls.relint_all()
             return
-        if not ls.pull_mode:
-            old = ls.pending.pop(uri, None)
-            if old is not None:
-                old.cancel()
+        if not ls.pull_mode and uri in ls.workspace.text_documents:
             ls.published.pop(uri, None)  # a save always answers
-            await ls.publish(uri)
+            ls.schedule(uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TolkLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        old = ls.pending.pop(uri, None)
-        if old is not None:
-            old.cancel()
+        ls.quiet_until.pop(uri, None)  # its publisher, if any, finds the document closed and ends
+        ls.shown.discard(uri)
         ls.cancel_outdated(uri)
         ls.linted.pop(uri, None)
         ls.published.pop(uri, None)

@@ -29,8 +29,8 @@ one to report (a syntax error anywhere means no kernel is analysed). A file
 with a syntax error in its last kernel is thus read twice; a file without
 one, once.
 
-What it may import: `parser`, `source`, `split`, `tree`, `lower`, and
-`tolk_lint.ir`. Only `tolk_lint.engine` imports it.
+What it may import: `parser`, `source`, `split`, `tree`, `lower`,
+`tolk_lint.ir` and `tolk_lint.diagnostics`. Only `tolk_lint.engine` imports it.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from tolk_lint.diagnostics import Diagnostic
 from tolk_lint.ir.inline import inline_calls
 from tolk_lint.ir.nodes import Buffer, Kernel, KernelOutline, Module, Span
 
@@ -62,7 +63,11 @@ class PtxStream:
     functions from the start; its ``kernels`` stay empty (each is handed
     over by `kernels` instead), its ``diagnostics`` grow as the kernels are
     read. ``outline`` names every ``.entry`` before any is read (the
-    language server's kernel cache keys each kernel by the others' places)."""
+    language server's kernel cache keys each kernel by the others' places);
+    ``functions`` every function definition, ``.func`` and ``.entry``, in
+    file order. An entry is read by `read` (what `kernels` does for each),
+    or, when the caller has what reading it gave from an earlier lint, not
+    read at all: `reuse` puts its diagnostics back in their place."""
 
     module: Module
     outline: list[KernelOutline]
@@ -70,6 +75,7 @@ class PtxStream:
     entries: list[FunctionText]
     buffers: dict[str, Buffer]
     names: set[str]
+    functions: list[FunctionText] = field(default_factory=list)
     reading: FunctionText | None = None  # the entry being read now (where a budget stop is reported)
     # (offset of a function, its first diagnostic, past its last): the file order `finish` restores
     _diagnostics_of: list[tuple[int, int, int]] = field(default_factory=list)
@@ -79,15 +85,35 @@ class PtxStream:
         in file order. Raises `NotStreamable` at a piece that does not
         parse; one that cannot be lowered is a diagnostic, and skipped."""
         for ft in self.entries:
-            self.reading = ft
-            with _collector_off():
-                k = self._lower(_parse_function(self.pf.clean, ft), ft)
-                if k is not None:
-                    inline_calls(k, self.module.functions)
+            k = self.read(ft)
             if k is not None:
                 yield k
             del k  # before the next one is read: the caller has let it go
         self.reading = None
+
+    def read(self, ft: FunctionText) -> Kernel | None:
+        """The entry ``ft`` read, lowered and its calls inlined (None: it
+        could not be lowered, and a diagnostic says why). Raises
+        `NotStreamable` when it does not parse."""
+        self.reading = ft
+        with _collector_off():
+            k = self._lower(_parse_function(self.pf.clean, ft), ft)
+            if k is not None:
+                inline_calls(k, self.module.functions)
+        return k
+
+    def front_end_of(self, ft: FunctionText) -> list[Diagnostic]:
+        """What reading the entry ``ft`` reported: it must be the last one `read`."""
+        start, a, b = self._diagnostics_of[-1]
+        assert start == ft.start, "front_end_of asks for the entry read last"
+        return list(self.module.diagnostics[a:b])
+
+    def reuse(self, ft: FunctionText, front_end: list[Diagnostic]) -> None:
+        """The entry ``ft`` is not read: what reading it reported in an
+        earlier lint takes its place among the module's diagnostics."""
+        first = len(self.module.diagnostics)
+        self.module.diagnostics.extend(front_end)
+        self._diagnostics_of.append((ft.start, first, len(self.module.diagnostics)))
 
     def finish(self) -> Module:
         """The module, once every kernel was read: its diagnostics in file
@@ -128,7 +154,7 @@ def open_ptx(text: str, path: str) -> PtxStream:
         mod = Module(path=path, language="ptx", source=text, files=dict(pf.files), target=pf.target)
         outline = [KernelOutline(f.name, Span(path, f.line, f.column, f.name_line, f.name_end_column))
                    for f in functions if f.kind == "entry"]  # fmt: skip
-        stream = PtxStream(mod, outline, pf, [f for f in functions if f.kind == "entry"], buffers, names)
+        stream = PtxStream(mod, outline, pf, [f for f in functions if f.kind == "entry"], buffers, names, functions)
         for f in functions:
             if f.kind == "func":
                 k = stream._lower(_parse_function(clean, f), f)
