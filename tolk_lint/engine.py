@@ -220,9 +220,10 @@ class KernelChecker:
 
 
 def _whole_budget(settings: Settings) -> bool:
-    """Whether a kernel starting now has all the time any lint would give
-    it: the kernel's time budget, or nine tenths of the whole file's when
-    that is smaller (the rest is what reading the file takes)."""
+    """Whether a kernel starting now has most of the time any lint would
+    give it: at least half of the kernel's time budget, or of the whole
+    file's when that is smaller (the rest may go to reading the file and
+    the kernels before it, more so on a loaded machine)."""
     outer = budget.current()
     left = outer.remaining() if outer is not None else None
     if left is None:
@@ -230,17 +231,18 @@ def _whole_budget(settings: Settings) -> bool:
     full = outer.seconds if outer.seconds is not None else math.inf  # type: ignore[union-attr]
     if settings.kernel_time_budget is not None:
         full = min(full, settings.kernel_time_budget)
-    return left >= 0.9 * full
+    return left >= 0.5 * full
 
 
 def keepable(found: list[Diagnostic], whole_budget: bool) -> bool:
     """Whether a kernel's fresh findings may be reused while it does not
     change. Never a crash (TL004). A TL005 only when the kernel's own time
-    ran out while it had all the time a later lint would give it
-    (``whole_budget``): analysing it again would stop again, so the
-    language server does not spend every edit on it; one cut short by a
-    cancel, by the memory budget or by kernels before it spending the file's
-    time is analysed again by the next lint."""
+    ran out while it had most of the time a later lint would give it
+    (``whole_budget``): analysing it again would most likely stop again, so
+    the language server does not spend every edit on it (a save retries it,
+    `KernelCache.forget_stops`); one cut short by a cancel, by the memory
+    budget or by kernels before it spending the file's time is analysed
+    again by the next lint. Either way the kernel is not called clean."""
     for d in found:
         if d.code == "TL004":
             return False

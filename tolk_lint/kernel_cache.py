@@ -214,6 +214,15 @@ class KernelCache:
         kept = {key: copy.deepcopy(v) for key, v in found.items()}
         self.entries[path] = kept if complete else {**self.entries.get(path, {}), **kept}
 
+    def forget_stops(self, path: str) -> None:
+        """Drop ``path``'s kept budget stops (TL005): the next lint analyses those kernels again."""
+        def stopped(v) -> bool:
+            return any(d.code == "TL005" for d in (v.findings if isinstance(v, ReadKernel) else v))
+
+        entries = self.entries.get(path)
+        if entries:
+            self.entries[path] = {k: v for k, v in entries.items() if not stopped(v)}
+
     def forget(self, path: str) -> None:
         self.entries.pop(path, None)
 

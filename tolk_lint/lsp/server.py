@@ -42,7 +42,8 @@ What it does, for ``.py`` and ``.ptx`` documents:
   and the tool; a PTX entry by its text alone, so it is not even parsed),
   so an edit re-analyses only the kernels it changed or moved. A kernel
   whose analysis ran out of all the time a lint gives it keeps its TL005
-  until it changes, rather than spending every edit's budget again.
+  until it changes or the document is saved, rather than spending every
+  edit's budget again.
 
 ``initializationOptions`` may hold ``{"debounce": seconds, "timeBudget": seconds}``:
 ``debounce`` (default 0) waits that long after the last edit before a lint.
@@ -526,6 +527,10 @@ def create_server() -> TolkLanguageServer:
             ls.reload_settings()
             ls.relint_all()
             return
+        path = ls.linted_paths.get(uri)
+        if ls.kernel_cache is not None and path is not None:
+            ls.kernel_cache.forget_stops(path)  # a save retries the kernels that ran out of time
+        ls.linted.pop(uri, None)
         if not ls.pull_mode and uri in ls.workspace.text_documents:
             ls.published.pop(uri, None)  # a save always answers
             ls.schedule(uri, 0)
