@@ -285,6 +285,9 @@ class RaceSearch:
                      lane_rows=None) -> list[Race]:  # fmt: skip
         partners = [(b, vb, af) for b, vb, af in partners
                     if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
+        if self.mf.k.launch.block is not None:  # no launch contract to hand the covered instances to
+            partners = [(b, vb, af) for b, vb, af in partners
+                        if self._covering(code, a, b, self._direction(a, va, b, vb, af)) is None]  # fmt: skip
         if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
             n = len(partners)
             partners = [(b, vb, af) for b, vb, af in partners if not thread_private(self.mf.ranks, a, b)]
@@ -369,6 +372,7 @@ class RaceSearch:
                 r.also.append((q, z3.And(*base, it[4]), a, it[0]))
             return True
 
+        items = [it for it in items if not covered(it)]
         # first the addresses alone (no paths, no loop exits): most pairs are
         # told apart there, cheaply, and that proof holds for every path
         plain = [it for it in items if hints.get(id(it[0]), {}).get(vec_repr(it[1])) is None]
