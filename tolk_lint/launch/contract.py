@@ -94,6 +94,9 @@ def needs_of(facts, codes: tuple[str, ...]) -> list[Need] | None:
             text = f"{access_text(r.later)} races with {access_at(r.other)}"
             key = ("TL201",) + tuple(sorted((user_line(r.later.instr), user_line(r.other.instr))))
             out.append(Need("TL201", r.goal[0], r.goal[1], _line(ins), text, ins, _block_words(block), key))
+            for q, expr, x, y in r.also:  # its instances the race search did not ask about
+                key = ("TL201",) + tuple(sorted((user_line(x.instr), user_line(y.instr))))
+                out.append(Need("TL201", q, expr, _line(ins), text, ins, _block_words(block), key))
     return out
 
 

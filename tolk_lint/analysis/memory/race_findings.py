@@ -61,6 +61,9 @@ class Race:
     model: Any = field(default=None, repr=False)
     # (query, condition): what the solver was asked, for the launch contract (TL205) to ask again
     goal: tuple | None = field(default=None, repr=False)
+    # (query, condition, access, access): instances of this finding's line the search did not
+    # ask about (`RaceSearch._covering`), which a launch contract (TL205) must rule out too
+    also: list = field(default_factory=list, repr=False)
 
 
 def races_by_line(races: Iterable[Race], code: str) -> dict[tuple, list[Race]]:

@@ -73,6 +73,7 @@ class RaceSearch:
         self.mf = mf
         self.concrete = ConcretePairs(mf)
         self._found: set = set()  # (code, line, other line) of the races found: not asked about again
+        self._race_of: dict[tuple, Race] = {}  # (code, line, other line) -> the first race found there
         self._kind_vec = None  # the trips of the partner of the copy last reported (see `race_kind`)
         self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
         self._level: str | None = None  # the level whose TL201 pairs are being solved
@@ -263,10 +264,30 @@ class RaceSearch:
             return (code, ka, kb) in self._found
         return (code, kb, ka) in self._found and (code, ka, kb) in self._found
 
+    def _covering(self, code: str, a: Access, b: Access, direction: bool | None) -> Race | None:
+        """The race found already that reports the pair ``a``, ``b`` too, so
+        that asking about it can change no report (None: ask): the trips
+        leave the order of the two open, and the race of their two lines
+        was found, in either order. Another instance of the pair (another
+        trip relation, an unrolled copy) would report that race again, at
+        one of the two lines: the finding there names the other line."""
+        if direction is not None:
+            return None
+        ka, kb = self._line_key(a), self._line_key(b)
+        return self._race_of.get((code, kb, ka)) or self._race_of.get((code, ka, kb))
+
+    def _note_found(self, r: Race) -> None:
+        key = (r.code, self._line_key(r.later), self._line_key(r.other))
+        self._found.add(key)
+        self._race_of.setdefault(key, r)
+
     def _solve_group(self, a: Access, va: Vec, partners: list, code: str, same_warp, walks, same_thread,
                      lane_rows=None) -> list[Race]:  # fmt: skip
         partners = [(b, vb, af) for b, vb, af in partners
                     if not self._known(code, a, b, self._direction(a, va, b, vb, af))]  # fmt: skip
+        if self.mf.k.launch.block is not None:  # no launch contract to hand the covered instances to
+            partners = [(b, vb, af) for b, vb, af in partners
+                        if self._covering(code, a, b, self._direction(a, va, b, vb, af)) is None]  # fmt: skip
         if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
             n = len(partners)
             partners = [(b, vb, af) for b, vb, af in partners if not thread_private(self.mf.ranks, a, b)]
@@ -285,7 +306,7 @@ class RaceSearch:
                 self._kind_vec = vb if a.kind == "copy" else None
                 r = direct_race(self.mf, a, b, h, code, walks, same_thread, self._kind_vec)
                 out.append(r)
-                self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
+                self._note_found(r)
             else:
                 rest.append((b, vb))
         kept = rest
@@ -336,12 +357,22 @@ class RaceSearch:
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
             r.goal = (q, z3.And(*base, it[4]))
             out.append(r)
-            self._found.add((code, self._line_key(r.later), self._line_key(r.other)))
+            self._note_found(r)
 
         def skip(it) -> bool:
             return self._known(code, a, it[0], self._direction(a, va, it[0], it[1],
                                                                  after_of.get((id(it[0]), vec_repr(it[1])), False)))
 
+        def covered(it) -> bool:
+            r = self._covering(code, a, it[0], self._direction(a, va, it[0], it[1],
+                                                               after_of.get((id(it[0]), vec_repr(it[1])), False)))
+            if r is None:
+                return False
+            if self.mf.k.launch.block is None:  # the launch contract (TL205) must rule this instance out too
+                r.also.append((q, z3.And(*base, it[4]), a, it[0]))
+            return True
+
+        items = [it for it in items if not covered(it)]
         # first the addresses alone (no paths, no loop exits): most pairs are
         # told apart there, cheaply, and that proof holds for every path
         plain = [it for it in items if hints.get(id(it[0]), {}).get(vec_repr(it[1])) is None]
@@ -396,7 +427,7 @@ class RaceSearch:
         while remaining and rounds < 64:
             budget.check("the race search (round %d, %d partners left)", rounds + 1, len(remaining))
             rounds += 1
-            remaining = [it for it in remaining if not skip(it)]
+            remaining = [it for it in remaining if not skip(it) and not covered(it)]
             if not remaining:
                 break
             goal = z3.And(*base, z3.Or(*[it[4] for it in remaining]))
