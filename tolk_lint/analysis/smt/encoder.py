@@ -671,6 +671,12 @@ class Encoder:
             if is_float(rt) or is_float(src_t):
                 return self.uf(f"cvt_{src_t}_{rt}", [self._bv(args[0])], self.sort(rt))
             return self.fit(self._bv(args[0]), w, is_signed(src_t))
+        if op is O.PURE and d.attrs.get("fn") == "popc" and len(args) == 1 and not floaty:
+            # the count of set bits, exactly: a popcount of a lane mask is a
+            # group's size (cooperative groups' `tile.size()`), which bounds
+            # the loops over it
+            x = self._bv(args[0])
+            return _sum([self.fit(z3.Extract(i, i, x), w) for i in range(x.size())])
         if op is O.PURE or floaty:
             fn = d.attrs.get("fn", op.value)
             return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))
