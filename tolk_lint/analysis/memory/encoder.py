@@ -89,10 +89,13 @@ class MemoryEncoder(smt.Encoder):
         full = mask.attrs.get("value") if mask is not None and mask.op is O.CONST else None
         if not isinstance(full, int) or full & 0xFFFFFFFF != 0xFFFFFFFF:
             return None
+        around = self.cfg.loops_around(d.block)
+        if any(lp not in self.trips for lp in around):
+            return None  # no trip to tell one instance from another
         z3 = self.z3
         self.nodes += 1
         rank = self.fit(self.linear(t), 32)
-        extra = [self.fit(self.trips[lp][t], 64) for lp in self.cfg.loops_around(d.block) if lp in self.trips]
+        extra = [self.fit(self.trips[lp][t], 64) for lp in around]
         votes = self.uf(f"ballot{d.id}", [z3.UDiv(rank, 32)] + extra, z3.BitVecSort(32))
         mine = z3.Extract(0, 0, z3.LShR(votes, z3.URem(rank, 32))) == 1
         self.constraints.append(mine == self.as_bool(self.enc(d.args[0], t)))

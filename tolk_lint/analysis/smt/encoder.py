@@ -9,6 +9,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
+from tolk_lint.analysis.smt.float_compare import float_compare
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
@@ -633,27 +634,6 @@ class Encoder:
         return self.z3.Or(*conds) if len(conds) > 1 else (conds[0] if conds else self.z3.BoolVal(False))
 
     # arithmetic -------------------------------------------------------------------
-    # A float comparison is a free predicate of its operands, but one free
-    # predicate per relation: `a > b` is `b < a`, and PTX's unordered forms
-    # are the negations of the ordered ones (`leu` is "not `gt`"), so that
-    # nvcc's `setp.gt` for a vote and `setp.leu` for the branch around the
-    # store it guards are one question, not two unrelated ones.
-    _FLOAT_SWAP = {"gt": "lt", "ge": "le"}
-    _FLOAT_NEGATED = {"ltu": ("le", True), "leu": ("lt", True), "gtu": ("le", False), "geu": ("lt", False),
-                      "neu": ("eq", False), "equ": ("ne", False), "nan": ("num", False)}  # fmt: skip
-
-    def _float_compare(self, cmp: str, args: list):
-        z3 = self.z3
-        if len(args) != 2:
-            return self.uf(f"fcmp_{cmp}", args, z3.BoolSort())
-        a, b = args
-        if cmp in self._FLOAT_NEGATED:
-            base, swap = self._FLOAT_NEGATED[cmp]  # ltu(a, b) = not ge(a, b) = not le(b, a)
-            return z3.Not(self._float_compare(base, [b, a] if swap else [a, b]))
-        if cmp in self._FLOAT_SWAP:
-            cmp, a, b = self._FLOAT_SWAP[cmp], b, a
-        return self.uf(f"fcmp_{cmp}", [a, b], z3.BoolSort())
-
     def _arith(self, d: Instr, v: Value, t: int):
         z3 = self.z3
         op = d.op
@@ -664,7 +644,7 @@ class Encoder:
         if op is O.CMP:
             cmp = d.attrs.get("cmp", "eq")
             if any(is_float(x) for x in a_types) or d.attrs.get("float"):
-                return self._float_compare(cmp, [self._bv(a) for a in args])
+                return float_compare(self.uf, z3, cmp, [self._bv(a) for a in args])
             if all(z3.is_bool(a) for a in args):
                 a, b = args
                 if cmp in ("eq",):
