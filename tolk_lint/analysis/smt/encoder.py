@@ -684,7 +684,8 @@ class Encoder:
             # group's size (cooperative groups' `tile.size()`), which bounds
             # the loops over it
             x = self._bv(args[0])
-            return _sum([self.fit(z3.Extract(i, i, x), w) for i in range(x.size())])
+            narrow = x.size().bit_length()  # the count's own width: small adders for the solver
+            return self.fit(_sum([z3.ZeroExt(narrow - 1, z3.Extract(i, i, x)) for i in range(x.size())]), w)
         if op is O.PURE or floaty:
             fn = d.attrs.get("fn", op.value)
             return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))
