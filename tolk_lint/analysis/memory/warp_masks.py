@@ -18,7 +18,7 @@ class, every pair, at the level ``warp``.
 
 from __future__ import annotations
 
-from tolk_lint.ir.nodes import Instr, Kernel, Value, type_bits
+from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 O = Opcode
@@ -178,6 +178,8 @@ def _thread_value(v: Value, env: dict[str, int], memo: dict, depth: int) -> int 
     elif d.op is O.CONST:
         x = d.attrs.get("value")
         got = int(x) % (1 << w) if isinstance(x, (int, bool)) else None
+    elif is_float(v.type) or any(is_float(a.type) for a in d.args):
+        got = None  # integer arithmetic only
     else:
         args = [_thread_value(a, env, memo, depth + 1) for a in d.args]
         got = None if any(a is None for a in args) else _fold(d, v, args, [_width(a) for a in d.args], w)
@@ -200,8 +202,10 @@ def _fold(d: Instr, v: Value, args: list[int], widths: list[int], w: int) -> int
 
     xs = [sx(a, aw) for a, aw in zip(args, widths)]
     if op is O.CVT and len(args) == 1:
-        src = d.attrs.get("from_type") or d.args[0].type
-        return (sx(args[0], widths[0]) if str(src).startswith("s") else args[0]) & m
+        # widened by the source's signedness, whatever the result's
+        src = str(d.attrs.get("from_type") or d.args[0].type)
+        x, xw = args[0], widths[0]
+        return (x - (1 << xw) if src.startswith("s") and x >> (xw - 1) & 1 else x) & m
     if len(args) == 1 and op is O.NOT:
         return ~args[0] & m
     if op is O.MAD and len(args) == 3 and not d.attrs.get("hi"):
