@@ -13,7 +13,8 @@ import pytest
 
 from tolk_lint.analysis import memory
 from tolk_lint.analysis.memory.invariants import candidates
-from tolk_lint.analysis.memory.loops import ring_counters
+from tolk_lint.analysis.memory.loops import geometric_counters, ring_counters
+from tolk_lint.analysis.memory.warp_masks import LaneClasses
 from tolk_lint.config import resolve_settings
 from tolk_lint.engine import parse, prepare
 from tolk_lint.ir.cfg import cfg_of
@@ -251,3 +252,95 @@ def test_generated_bounds_are_exact(seed):
     lines = textwrap.dedent(src).lstrip("\n").splitlines()
     tags = {lines[o.access.line - 1].rsplit("# ", 1)[-1] for o in mf.out_of_bounds()}
     assert tags == bad, src
+
+
+PING_PONG = """
+    from numba import cuda, float32
+
+    @cuda.jit
+    def k(x, y):
+        buf = cuda.shared.array((2, 256), float32)
+        t = cuda.threadIdx.x
+        buf[0, t] = x[t]
+        cuda.syncthreads()
+        src = 0
+        offset = 1
+        while offset < 256:
+            buf[1 - src, t] = buf[src, t]
+            cuda.syncthreads()
+            src = FLIP
+            offset *= 2
+        y[t] = buf[src, t]
+"""
+
+
+@pytest.mark.parametrize("flip, low, high", [("1 - src", 0, 1), ("src ^ 1", 0, 1), ("3 - src", 0, 3)])
+def test_ping_pong_index_keeps_the_range_of_its_two_values(flip, low, high):
+    mf, k = facts_of(PING_PONG.replace("FLIP", flip), "k.py", block=(256, 1, 1))
+    [lp] = cfg_of(k).loops
+    facts = {(f.phi.name.split(".")[0], f.rel, f.offset) for f in mf.invariants.facts(lp) if f.bound is None}
+    assert ("src", "ge", low) in facts and ("src", "le", high) in facts
+    # 3 - src leaves the two-row buffer at row 3; the others stay inside it
+    assert bool(mf.out_of_bounds()) == (high > 1)
+
+
+HALVING = """
+    .version 8.0
+    .target sm_80
+    .address_size 64
+    .visible .entry k(.param .u32 n)
+    {
+        .reg .pred %p<2>;
+        .reg .b32 %r<8>;
+        ld.param.u32 %r1, [n];
+    $L_head:
+        BIAS
+        add.s32 %r3, %r1, %r2;
+        shr.s32 %r1, %r3, SHIFT;
+        setp.ne.s32 %p1, %r1, 0;
+        @%p1 bra $L_head;
+        ret;
+    }
+"""
+
+
+@pytest.mark.parametrize("bias, shift, expected", [
+    ("shr.u32 %r2, %r1, 31;", 1, ("right", 1, "trunc")),  # i /= 2
+    ("shr.s32 %r4, %r1, 31;\n        shr.u32 %r2, %r4, 30;", 2, ("right", 2, "trunc")),  # i /= 4
+    ("shr.u32 %r2, %r1, 30;", 1, None),  # a bias of 3 for a shift by 1: not C's division
+])
+def test_signed_halving_is_a_truncating_geometric_counter(bias, shift, expected):
+    src = HALVING.replace("BIAS", bias).replace("SHIFT", str(shift))
+    mf, k = facts_of(src, "k.ptx")
+    got = [g[1:] for g in geometric_counters(k, mf.canon).values()]
+    assert got == ([expected] if expected else [])
+
+
+def test_tile_mask_from_the_rank_and_block_size_orders_one_tile():
+    # cooperative groups' run-time tiled_partition(block, 16): the mask is
+    # computed from the thread's rank and the block's size
+    src = """
+        from numba import cuda, int32
+
+        @cuda.jit
+        def k(out):
+            x = cuda.shared.array(64, int32)
+            r = cuda.threadIdx.x
+            width = min(cuda.blockDim.x - (r & ~15), 16)
+            cuda.syncwarp(((1 << width) - 1) << (cuda.laneid & 16))
+            out[r] = x[r]
+    """
+    s = resolve_settings(block=(64, 1, 1))
+    m = parse(textwrap.dedent(src).lstrip("\n"), "k.py")
+    prepare(m, s)
+    [k] = m.kernels
+    classes = LaneClasses(k)
+    [rel] = {r for r in classes.ids if r}
+    pair = lambda a, b: rel >> (a * 32 + b) & 1  # noqa: E731
+    assert pair(0, 15) and pair(16, 31) and not pair(15, 16) and not pair(0, 31)
+    # a block of 24 threads: the second half-warp has 8 lanes, the mask names them only
+    s = resolve_settings(block=(24, 1, 1))
+    m = parse(textwrap.dedent(src).lstrip("\n"), "k.py")
+    prepare(m, s)
+    [rel] = {r for r in LaneClasses(m.kernels[0]).ids if r}
+    assert rel >> (16 * 32 + 23) & 1 and not rel >> (15 * 32 + 16) & 1

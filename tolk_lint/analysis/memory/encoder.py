@@ -70,7 +70,36 @@ class MemoryEncoder(smt.Encoder):
                     addr = addr + z3.BitVecVal(v.index * max(1, type_bits(v.type) // 8), addr.size())
                 extra = [self.fit(self.trips[lp][t], 64) for lp in self.cfg.loops_around(d.block) if lp in self.trips]
                 return self.uf(f"seen_{region}_{v.type}_t{t}", [addr] + extra, self.sort(v.type))
+        if d is not None and d.op is O.VOTE and self.nodes <= smt.MAX_NODES:
+            got = self._ballot(d, v, t)
+            if got is not None:
+                return got
         return super()._encode_one(v, t)
+
+    def _ballot(self, d, v: Value, t: int):
+        """``__ballot_sync(0xffffffff, p)``: one value for the whole warp at
+        one instance (every lane runs a full-mask collective together; TL103
+        checks that they do), whose bit for each lane is that lane's ``p``. So
+        two lanes of one warp see each other's votes (a lane's rank among the
+        lanes that vote yes, ``popc(ballot & lanemask_lt)``, is its own).
+        The instance is the warp and the trips of the loops around it."""
+        if d.attrs.get("mode") != "ballot" or d.attrs.get("sync") is False or len(d.args) != 2:
+            return None
+        mask = d.args[1].defn
+        full = mask.attrs.get("value") if mask is not None and mask.op is O.CONST else None
+        if not isinstance(full, int) or full & 0xFFFFFFFF != 0xFFFFFFFF:
+            return None
+        around = self.cfg.loops_around(d.block)
+        if any(lp not in self.trips for lp in around):
+            return None  # no trip to tell one instance from another
+        z3 = self.z3
+        self.nodes += 1
+        rank = self.fit(self.linear(t), 32)
+        extra = [self.fit(self.trips[lp][t], 64) for lp in around]
+        votes = self.uf(f"ballot{d.id}", [z3.UDiv(rank, 32)] + extra, z3.BitVecSort(32))
+        mine = z3.Extract(0, 0, z3.LShR(votes, z3.URem(rank, 32))) == 1
+        self.constraints.append(mine == self.as_bool(self.enc(d.args[0], t)))
+        return self.fit(votes, self.width(v.type))
 
     def width(self, t: str) -> int:
         # Numba's integers are int64 and wrap: the memory queries use 64 bits

@@ -12,7 +12,9 @@ every trip its header is reached:
 - candidates (`candidates`): ``v < b``, ``v <= b``, ``v >= b`` (signed and
   unsigned) for ``b`` a loop-invariant value that ``v`` (or ``v + c``, or
   the value ``v`` takes on the back edge) is compared with in the loop, the
-  same bound less ``c``, zero, and ``v``'s start;
+  same bound less ``c``, zero, and ``v``'s start; for a ping-pong index
+  (``src = 1 - src``, ``src ^= 1`` from a constant start) the least and
+  greatest of the two values it takes (`_toggle_range`);
 - each is checked at the loop's entry (the start values, given the path
   into the loop) and kept only if it is inductive: assuming every kept
   candidate of the header values at some trip (each a free symbol), and the
@@ -153,6 +155,9 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
             if _integer(s):
                 for rel in ("ge", "le", "hs", "ls"):
                     add(v, rel, s, 0)
+            for c in _toggle_range(lp, v, s, canon):
+                for rel in RELATIONS:
+                    add(v, rel, None, c)
     # counters that move together: one's step a constant multiple of the other's
     for q in lp.ivs:
         for p in lp.ivs:
@@ -172,6 +177,39 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
                     seen.add(key)
                     out.append(Fact(q.phi, "eq", next(iter(sq)), 0, p.phi, next(iter(sp)), c, signed))
     return out
+
+
+def _const(v: Value) -> int | None:
+    c = v.defn.attrs.get("value") if v.defn is not None and v.defn.op is O.CONST else None
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def _toggle_range(lp: Loop, v: Value, start: Value, canon) -> tuple[int, ...]:
+    """The least and greatest value of a ping-pong index (``src = 1 - src``,
+    ``src ^= 1``) from a constant start: every back-edge value is ``c - v``
+    or ``v ^ c``, so ``v`` only ever takes the start and its image (the
+    image's image is the start again). The bounds are candidates like any
+    other: the induction proves them."""
+    s = _const(start)
+    if s is None:
+        return ()
+    seen = {s}
+    for p, a in zip(lp.header.preds, v.defn.args):
+        if p not in lp.blocks:
+            continue
+        d = canon(a).defn
+        if d is None or len(d.args) != 2 or d.op not in (O.SUB, O.XOR):
+            return ()
+        x, y = d.args
+        if d.op is O.SUB and _const(x) is not None and canon(y) is v:
+            seen.add(_const(x) - s)
+        elif d.op is O.XOR and canon(x) is v and _const(y) is not None:
+            seen.add(s ^ _const(y))
+        elif d.op is O.XOR and canon(y) is v and _const(x) is not None:
+            seen.add(s ^ _const(x))
+        else:
+            return ()
+    return (min(seen), max(seen)) if len(seen) > 1 else ()
 
 
 def _starts(lp: Loop, v: Value) -> set:

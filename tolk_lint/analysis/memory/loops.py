@@ -218,6 +218,10 @@ def geometric_counters(kernel: Kernel, canon: Canon) -> dict:
             d = nxt.defn
             if d is None or len(d.args) != 2 or d.op not in (O.MUL, O.SHL, O.DIV, O.SHR):
                 continue
+            bits = _signed_halving(d, v, canon)
+            if bits is not None:
+                out[v] = (next(iter(outside)), "right", bits, "trunc")
+                continue
             a0, a1 = canon(d.args[0]), canon(d.args[1])
             if a0 is not v and not (d.op is O.MUL and a1 is v):
                 continue
@@ -244,6 +248,34 @@ def geometric_counters(kernel: Kernel, canon: Canon) -> dict:
                 kind = "arith" if d.attrs.get("floor") else ("trunc" if signed else "logical")
                 out[v] = (next(iter(outside)), "right", bits, kind)
     return out
+
+
+def _signed_halving(d: Instr, v: Value, canon) -> int | None:
+    """s when ``d`` is C's signed ``v / 2^s`` as a compiler emits it: the
+    bias ``2^s - 1`` added to a negative ``v`` before an arithmetic shift
+    (``shr.u32 b, v, 31; add.s32 u, v, b; shr.s32 r, u, 1``, or for s > 1
+    ``shr.s32 m, v, 31; shr.u32 b, m, 32 - s``), so that it rounds toward zero."""
+    s = const_int(d.args[1])
+    if d.op is not O.SHR or not d.attrs.get("signed") or s is None or s <= 0:
+        return None
+    add = canon(d.args[0]).defn
+    if add is None or add.op is not O.ADD or len(add.args) != 2:
+        return None
+    w = type_bits(v.type)
+    for x, bias in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
+        if canon(x) is not v:
+            continue
+        b = canon(bias).defn
+        if b is None or b.op is not O.SHR or b.attrs.get("signed") or len(b.args) != 2:
+            continue
+        amount, src = const_int(b.args[1]), canon(b.args[0])
+        if s == 1 and src is v and amount == w - 1:
+            return 1
+        m = src.defn
+        if amount == w - s and m is not None and m.op is O.SHR and m.attrs.get("signed") and \
+                canon(m.args[0]) is v and const_int(m.args[1]) == w - 1:  # fmt: skip
+            return s
+    return None
 
 
 def ring_counters(kernel: Kernel, canon: Canon) -> dict:

@@ -404,7 +404,8 @@ class Query:
         enc = self.enc
         out = []
         try:
-            pc = enc.path_condition(block, t)
+            # what running `block` implies is all a condition of the access needs
+            pc = enc.path_condition(block, t, over=True)
         except Exception:  # noqa: BLE001
             pc = None
         if pc is not None:
@@ -415,7 +416,7 @@ class Query:
                 if p in lp.blocks:
                     continue
                 try:
-                    pcp = enc.path_condition(p, t)
+                    pcp = enc.path_condition(p, t, over=True)
                     if pcp is None:
                         terms = None
                         break

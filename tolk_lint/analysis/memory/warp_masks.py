@@ -18,7 +18,7 @@ class, every pair, at the level ``warp``.
 
 from __future__ import annotations
 
-from tolk_lint.ir.nodes import Instr, Kernel, Value
+from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 O = Opcode
@@ -99,16 +99,144 @@ def _rows(pairs: int) -> list[int]:
 
 def _relation(mask: Value, kernel: Kernel) -> int:
     """The lane pairs a sync with ``mask`` orders: ``a`` and ``b`` when each
-    names the other (0 when the mask is not a function of the lane)."""
+    names the other (0 when the mask is not a function of the lane, nor,
+    under a given launch shape, of the thread: `_relation_per_warp`)."""
     per_lane = [lane_value(mask, lane, kernel) for lane in range(LANES)]
     if any(m is None for m in per_lane):
-        return 0
+        return _relation_per_warp(mask, kernel)
+    return _pairs(per_lane)
+
+
+def _pairs(per_lane: list[int | None]) -> int:
+    """The lane pairs that name each other (a lane with no thread names none)."""
     out = 0
     for a in range(LANES):
         for b in range(LANES):
-            if per_lane[a] >> b & 1 and per_lane[b] >> a & 1:
+            ma, mb = per_lane[a], per_lane[b]
+            if ma is not None and mb is not None and ma >> b & 1 and mb >> a & 1:
                 out |= 1 << (a * LANES + b)
     return out
+
+
+MAX_THREADS = 1024
+
+
+def _relation_per_warp(mask: Value, kernel: Kernel) -> int:
+    """With the launch's block shape given: the mask evaluated in every
+    thread of the block (cooperative groups' `tiled_partition(block, 16)`
+    computes it from the thread rank and the block's size), and the pairs
+    that name each other in every warp, so that one relation holds for all
+    warps (the last, partial warp has fewer pairs; its missing lanes do not
+    take pairs away from the others)."""
+    block = kernel.launch.block
+    if block is None or block[0] * block[1] * block[2] > MAX_THREADS:
+        return 0
+    nx, ny, nz = block
+    n = nx * ny * nz
+    out = ALL_PAIRS
+    for w in range(0, n, LANES):
+        per_lane: list[int | None] = []
+        for lane in range(LANES):
+            r = w + lane
+            if r >= n:
+                per_lane.append(None)
+                continue
+            env = {"laneid": lane, "tid.x": r % nx, "tid.y": r // nx % ny, "tid.z": r // (nx * ny),
+                   "ntid.x": nx, "ntid.y": ny, "ntid.z": nz}  # fmt: skip
+            m = thread_value(mask, env, {})
+            if m is None:
+                return 0
+            per_lane.append(m)
+        rel = _pairs(per_lane)
+        # a lane past the block's end leaves its pairs to the full warps
+        for lane in range(LANES):
+            if per_lane[lane] is None:
+                for other in range(LANES):
+                    rel |= 1 << (lane * LANES + other) | 1 << (other * LANES + lane)
+        out &= rel
+    return out
+
+
+def thread_value(v: Value, env: dict[str, int], memo: dict, depth: int = 0) -> int | None:
+    """``v`` (as 32 bits) in the thread whose special registers ``env``
+    gives, when it is computed from constants and those alone; else None."""
+    got = _thread_value(v, env, memo, depth)
+    return got & _U32 if got is not None else None
+
+
+def _thread_value(v: Value, env: dict[str, int], memo: dict, depth: int) -> int | None:
+    """``v`` at its own width (unsigned bits), as `thread_value`."""
+    if v in memo:
+        return memo[v]
+    d = v.defn
+    if d is None or depth > 40:
+        return None
+    w = _width(v)
+    if d.op is O.SPECIAL:
+        x = env.get(d.attrs.get("name", ""))
+        got = x % (1 << w) if x is not None else None
+    elif d.op is O.CONST:
+        x = d.attrs.get("value")
+        got = int(x) % (1 << w) if isinstance(x, (int, bool)) else None
+    elif is_float(v.type) or any(is_float(a.type) for a in d.args):
+        got = None  # integer arithmetic only
+    else:
+        args = [_thread_value(a, env, memo, depth + 1) for a in d.args]
+        got = None if any(a is None for a in args) else _fold(d, v, args, [_width(a) for a in d.args], w)
+    memo[v] = got
+    return got
+
+
+def _width(v: Value) -> int:
+    return type_bits(v.type) if v.type not in ("pred", "ptr") else (1 if v.type == "pred" else 64)
+
+
+def _fold(d: Instr, v: Value, args: list[int], widths: list[int], w: int) -> int | None:
+    """``d``'s result (``w`` unsigned bits) from its operands' (None: not modelled here)."""
+    op = d.op
+    m = (1 << w) - 1
+    signed = bool(d.attrs.get("signed")) or str(v.type).startswith("s")
+
+    def sx(x: int, xw: int) -> int:  # an operand as a signed integer of its width
+        return x - (1 << xw) if signed and x >> (xw - 1) & 1 else x
+
+    xs = [sx(a, aw) for a, aw in zip(args, widths)]
+    if op is O.CVT and len(args) == 1:
+        # widened by the source's signedness, whatever the result's
+        src = str(d.attrs.get("from_type") or d.args[0].type)
+        x, xw = args[0], widths[0]
+        return (x - (1 << xw) if src.startswith("s") and x >> (xw - 1) & 1 else x) & m
+    if len(args) == 1 and op is O.NOT:
+        return ~args[0] & m
+    if op is O.MAD and len(args) == 3 and not d.attrs.get("hi"):
+        return (xs[0] * xs[1] + xs[2]) & m
+    if len(args) != 2:
+        return None
+    a, b = xs
+    if op is O.MIN:
+        return min(a, b) & m
+    if op is O.MAX:
+        return max(a, b) & m
+    if op is O.AND:
+        return a & b & m
+    if op is O.OR:
+        return (a | b) & m
+    if op is O.XOR:
+        return (a ^ b) & m
+    if op is O.ADD:
+        return (a + b) & m
+    if op is O.SUB:
+        return (a - b) & m
+    if op is O.MUL and not d.attrs.get("hi"):
+        return (a * b) & m
+    n = args[1]
+    if op is O.SHL:
+        return (args[0] << n) & m if n < w else 0  # PTX clamps shift amounts
+    if op is O.SHR:
+        if signed:
+            return (a >> min(n, w - 1)) & m
+        return args[0] >> n if n < w else 0
+    return None
 
 
 def lane_value(v: Value, lane: int, kernel: Kernel, depth: int = 0) -> int | None:

@@ -39,7 +39,8 @@ Cheap checks come first: a value with no per-thread symbol in its encoding
 is uniform without asking Z3 (`_syntactically_shared`).
 
 Modules, in reading order: `solver` (z3, the seeded tactic, `solve`,
-`Verdict`, the statistics), `encoder` (`Encoder`), `questions` (what the
+`Verdict`, the statistics), `float_compare` (one free predicate per float
+relation), `encoder` (`Encoder`), `questions` (what the
 uniformity analysis asks, and witnesses), `masks` (whether a warp
 collective's mask names only lanes that run it). The package imports the IR and
 the analysis's shared types (`tolk_lint.analysis.buffers`,

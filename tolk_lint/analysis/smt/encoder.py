@@ -9,6 +9,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
+from tolk_lint.analysis.smt.float_compare import float_compare
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
@@ -488,19 +489,20 @@ class Encoder:
             out = z3.If(c, x, out)
         return out
 
-    def _incoming_conditions(self, D: Block, J: Block, t: int) -> list | None:
+    def _incoming_conditions(self, D: Block, J: Block, t: int, over: bool = False) -> list | None:
         """For each predecessor of ``J``: the condition that a thread which
-        reached ``D`` arrives at ``J`` through it. None when it cannot be told."""
+        reached ``D`` arrives at ``J`` through it. None when it cannot be told
+        (``over``: a condition it implies, see `path_condition`)."""
         z3 = self.z3
-        key = ("reach", D, J, t, tuple(sorted((id(lp), e[t].get_id()) for lp, e in self.trips.items())))
+        key = ("reach", D, J, t, over, tuple(sorted((id(lp), e[t].get_id()) for lp, e in self.trips.items())))
         if key in self.memo:
             return self.memo[key]
-        reach = self._reach_map(D, J, t)
+        reach = self._reach_map(D, J, t, over)
         out = None
         if reach is not None:
             out = []
             for p in J.preds:
-                e = self._edge_from(p, J, t, D)
+                e = self._edge_from(p, J, t, D, over)
                 if p not in reach or e is None:
                     out = None
                     break
@@ -516,7 +518,7 @@ class Encoder:
                 best = lp
         return best
 
-    def _reach_map(self, D: Block, J: Block, t: int) -> dict[Block, Any] | None:
+    def _reach_map(self, D: Block, J: Block, t: int, over: bool = False) -> dict[Block, Any] | None:
         """Reach conditions, from ``D``, of the blocks on forward paths to
         ``J``. An inner loop counts as one node: its blocks are reached when
         its header is, and a loop with a single exit edge is left through it."""
@@ -561,7 +563,7 @@ class Encoder:
             for p in b.preds:
                 if p not in reach or order.get(p, -1) > order[b]:
                     continue  # not on a forward path from D, or a back edge
-                e = self._edge_from(p, b, t, D)
+                e = self._edge_from(p, b, t, D, over)
                 if e is None:
                     return None
                 terms.append(z3.And(reach[p], e))
@@ -570,13 +572,15 @@ class Encoder:
             reach[b] = z3.Or(*terms) if len(terms) > 1 else terms[0]
         return reach
 
-    def _edge_from(self, p: Block, s: Block, t: int, D: Block):
+    def _edge_from(self, p: Block, s: Block, t: int, D: Block, over: bool = False):
         """The condition of edge p -> s; an edge leaving an inner loop counts
-        as always taken when it is that loop's only exit."""
+        as always taken when it is that loop's only exit, and (``over``) as
+        possibly taken when the loop has several: which one a thread leaves
+        by depends on its exit trip."""
         lp = self._inner_loop(p, D)
         if lp is not None and s not in lp.blocks:
             exits = [(b, x) for b in lp.blocks for x in b.succs if x not in lp.blocks]
-            return self.z3.BoolVal(True) if len(exits) == 1 else None
+            return self.z3.BoolVal(True) if len(exits) == 1 or over else None
         return self._edge(p, s, t)
 
     def _edge(self, p: Block, s: Block, t: int):
@@ -613,14 +617,18 @@ class Encoder:
             return None
         return z3.Or(*terms) if len(terms) > 1 else terms[0]
 
-    def path_condition(self, block: Block, t: int, limit: int = REGION_LIMIT):
+    def path_condition(self, block: Block, t: int, limit: int = REGION_LIMIT, over: bool = False):
         """Whether thread ``t`` reaches ``block``, given it reached its
-        innermost loop's header (or the entry); None when it cannot be told."""
+        innermost loop's header (or the entry); None when it cannot be told.
+        ``over``: a condition that reaching it implies, not one that implies
+        reaching it (a loop left by one of several exits may have been left
+        by any): only for assuming that a thread that runs ``block`` met it,
+        never for its negation or as a cause."""
         lp = self.cfg.loop_of(block)
         start = lp.header if lp is not None else self.cfg.entry
         if start is block:
             return self.z3.BoolVal(True)
-        conds = self._incoming_conditions(start, block, t)
+        conds = self._incoming_conditions(start, block, t, over)
         if conds is None:
             return None
         return self.z3.Or(*conds) if len(conds) > 1 else (conds[0] if conds else self.z3.BoolVal(False))
@@ -636,7 +644,7 @@ class Encoder:
         if op is O.CMP:
             cmp = d.attrs.get("cmp", "eq")
             if any(is_float(x) for x in a_types) or d.attrs.get("float"):
-                return self.uf(f"fcmp_{cmp}", [self._bv(a) for a in args], z3.BoolSort())
+                return float_compare(self.uf, z3, cmp, [self._bv(a) for a in args])
             if all(z3.is_bool(a) for a in args):
                 a, b = args
                 if cmp in ("eq",):
@@ -671,6 +679,13 @@ class Encoder:
             if is_float(rt) or is_float(src_t):
                 return self.uf(f"cvt_{src_t}_{rt}", [self._bv(args[0])], self.sort(rt))
             return self.fit(self._bv(args[0]), w, is_signed(src_t))
+        if op is O.PURE and d.attrs.get("fn") == "popc" and len(args) == 1 and not floaty:
+            # the count of set bits, exactly: a popcount of a lane mask is a
+            # group's size (cooperative groups' `tile.size()`), which bounds
+            # the loops over it
+            x = self._bv(args[0])
+            narrow = x.size().bit_length()  # the count's own width: small adders for the solver
+            return self.fit(_sum([z3.ZeroExt(narrow - 1, z3.Extract(i, i, x)) for i in range(x.size())]), w)
         if op is O.PURE or floaty:
             fn = d.attrs.get("fn", op.value)
             return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))
