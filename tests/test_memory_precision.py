@@ -344,3 +344,42 @@ def test_tile_mask_from_the_rank_and_block_size_orders_one_tile():
     prepare(m, s)
     [rel] = {r for r in LaneClasses(m.kernels[0]).ids if r}
     assert rel >> (16 * 32 + 23) & 1 and not rel >> (15 * 32 + 16) & 1
+
+
+HALVING_LOOPS = """
+    .version 8.0
+    .target sm_80
+    .address_size 64
+    .visible .entry halving(.param .u32 n)
+    {
+        .reg .pred %p<3>;
+        .reg .b32 %r<12>;
+        ld.param.u32 %r1, [n];
+        mov.u32 %r2, %r1;
+        mov.u32 %r3, 0;
+    $L_counted:
+        shr.u32 %r2, %r2, 1;
+        add.s32 %r3, %r3, 1;
+        setp.lt.u32 %p1, %r3, %r1;
+        @%p1 bra $L_counted;
+        mov.u32 %r4, %r1;
+    $L_halving:
+        shr.u32 %r4, %r4, 1;
+        setp.ne.s32 %p2, %r4, 0;
+        @%p2 bra $L_halving;
+        ret;
+    }
+"""
+
+
+def test_a_halving_counter_bounds_only_the_loop_whose_exit_tests_it():
+    # The first loop halves %r2 but is left on the trip counter %r3 < n: it
+    # may run n trips, long after %r2 is 0, so %r2 must not bound its trips.
+    # The second loop is left when its halving counter reaches 0: fewer
+    # than 32 trips.
+    facts, _k = facts_of(HALVING_LOOPS, "halving.ptx")
+    q = facts.query()
+    bounded = {}
+    for lp in facts.cfg.loops:
+        bounded[lp.header.name] = bool(q.geometric(lp, q.z3.BitVecVal(40, 32)))
+    assert bounded == {"$L_counted": False, "$L_halving": True}

@@ -250,6 +250,21 @@ def geometric_counters(kernel: Kernel, canon: Canon) -> dict:
     return out
 
 
+def exit_tests(cfg: CFG, lp: Loop, phi: Instr, canon: Canon) -> bool:
+    """Whether an exit of ``lp`` that every trip passes (its branch
+    dominates the latches) compares the header PHI ``phi``'s value, or its
+    next value, directly (``s > 0``, ``s != 0``, ``s < n``)."""
+    v = phi.result
+    nxt = {canon(a) for p, a in zip(lp.header.preds, phi.args) if p in lp.blocks}
+    for ex in lp.exits:
+        d = canon(ex.cond).defn
+        if d is None or not all(cfg.dominates(ex.branch.block, l) for l in lp.latches):
+            continue
+        if any(canon(a) is v or canon(a) in nxt for a in d.args):
+            return True
+    return False
+
+
 def _signed_halving(d: Instr, v: Value, canon) -> int | None:
     """s when ``d`` is C's signed ``v / 2^s`` as a compiler emits it: the
     bias ``2^s - 1`` added to a negative ``v`` before an arithmetic shift

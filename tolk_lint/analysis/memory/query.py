@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
-from tolk_lint.analysis.memory.loops import TRIP_BOUND, inside_successor
+from tolk_lint.analysis.memory.loops import TRIP_BOUND, exit_tests, inside_successor
 from tolk_lint.ir.cfg import Loop
 from tolk_lint.ir.nodes import Block, is_signed
 from tolk_lint.ir.opcodes import Opcode
@@ -268,11 +268,13 @@ class Query:
     def geometric(self, lp: Loop, k) -> list:
         """A counter multiplied or divided by 2^s each trip runs fewer than
         width / s trips (a doubling one would wrap to 0, a halving one is 0
-        by then): without this bound a wrapped counter makes any trip valid."""
+        by then): without this bound a wrapped counter makes any trip valid.
+        Only a counter an exit of the loop tests bounds its trips: a loop
+        left on another value may run on after the counter reached 0."""
         out = []
         for phi in lp.header.phis():
             g = (self.mf.geo or {}).get(phi.result)
-            if g is None:
+            if g is None or not exit_tests(self.mf.cfg, lp, phi, self.mf.canon):
                 continue
             w = self.enc.width(phi.result.type)
             out.append(k * g[2] < w)
