@@ -1,7 +1,8 @@
 """Witnesses found cheaply: a race or out-of-bounds access found over an
 abstracted product (a grid-stride counter's ``start + S * k``, `MemoryEncoder._strided`)
 is confirmed from the model already found (`MemoryCore.model_of`) before
-the exact question is asked whole. The answer is known by reasoning:
+the exact question is asked whole; and `shrink` stops bisecting a bound
+the solver gave up on. Each answer is known by reasoning:
 
 - ``sm[tid] = acc`` then ``sm[tid] += sm[tid + 64]`` with no barrier
   between, after a grid-stride loop that only sums: thread 0 reads
@@ -12,6 +13,9 @@ the exact question is asked whole. The answer is known by reasoning:
   ``t + 64``), confirmed at least once (in nvcc's PTX, every time) with no
   exact question asked whole. Numba, and nvcc's PTX of the same kernel in
   CUDA C.
+- a solver that gives up on every question (a resource limit of 1): the
+  bisection asks once, counts its other steps as failed, and the model
+  stays the one given; with a real limit the witness is threads 0 and 1.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import pytest
 
 from tolk_lint import engine
 from tolk_lint.analysis.memory import core
+from tolk_lint.analysis.smt.shrink import MAX_QUERIES, shrink
+from tolk_lint.analysis.smt.solver import z3mod
 
 NUMBA = """from numba import cuda, float32
 
@@ -107,3 +113,40 @@ def test_nvcc_grid_stride_race_confirmed_from_its_model(monkeypatch, tmp_path):
     a, b = (t[0] for t in races[0].witness["threads"])
     assert abs(a - b) == 64 and min(a, b) < 64
     assert not whole
+
+
+def _two_threads(z3):
+    t0, t1 = z3.BitVec("tid.x@t0", 32), z3.BitVec("tid.x@t1", 32)
+    n = z3.BitVec("ntid.x", 32)
+    s = z3.Solver()
+    s.add(t0 != t1, z3.ULT(t0, n), z3.ULT(t1, n), z3.ULE(n, 1024))
+    s.add(t0 == 700, t1 == 900, n == 1000)
+    assert s.check() == z3.sat
+    m = s.model()
+    s.reset()
+    s.add(t0 != t1, z3.ULT(t0, n), z3.ULT(t1, n), z3.ULE(n, 1024))
+    return s, m, (t0, t1, n)
+
+
+def test_shrink_stops_bisecting_when_the_solver_gives_up():
+    z3 = z3mod()
+    s, m, (t0, t1, n) = _two_threads(z3)
+    checks = []
+    check = s.check
+
+    def counting_check(*a):
+        r = check(*a)
+        checks.append(str(r))
+        return r
+
+    s.check = counting_check
+    got, asked = shrink(z3, s, m, rlimit=1)
+    assert checks and set(checks) == {"unknown"}
+    # the first bound asked, then the bisection's steps counted without asking
+    assert asked == MAX_QUERIES and len(checks) < asked
+    assert got is m
+    # a real limit: the smallest witness, threads 0 and 1 of a block of 2
+    s2, m2, (t0, t1, n) = _two_threads(z3)
+    got, _ = shrink(z3, s2, m2)
+    vals = sorted(got.eval(x, model_completion=True).as_long() for x in (t0, t1))
+    assert vals == [0, 1] and got.eval(n, model_completion=True).as_long() == 2
