@@ -89,9 +89,12 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
             if v.status == "sat" and q.enc.used_strides:
                 # found over counters whose products were abstracted: ask again
                 # with them exact (a model there is a real witness; none, in bounds)
+                # (the model found, small or not, when it satisfies that already: `MemoryCore.model_of`)
                 qx = mf.query(exact=True)
                 gx = _question(mf, qx, acc)
-                vx = mf.solve(qx, z3.And(*qx.conditions(acc, 0, gx[0]), gx[1])) if gx is not None else None
+                goal_x = z3.And(*qx.conditions(acc, 0, gx[0]), gx[1]) if gx is not None else None
+                mx = mf.model_of(qx, goal_x, v.small_model(), v.model) if gx is not None else None
+                vx = smt.Verdict("sat", mx) if mx is not None else mf.solve(qx, goal_x) if gx is not None else None
                 if vx is not None and vx.status == "unsat":
                     continue
                 if vx is not None and vx.status == "sat":

@@ -191,6 +191,43 @@ class MemoryCore:
             self.unknown += 1
         return v
 
+    def model_of(self, q: Query, goal, *models):
+        """A model of ``goal`` under the query's constraints, from ``models``
+        (models of another question over the same symbols, the one to show
+        first): the first when it evaluates to true, with no solver asked
+        (every symbol a model lacks is completed, so one that passes is a
+        total assignment satisfying the question); else the solver's, with
+        the launch and the two threads fixed to the first model's values,
+        where the products of the block and grid sizes and the trips are
+        linear and cheap (the parameters, trips and loads are left free: a
+        loop the pair does not need exits at its own trip, its bound chosen
+        to fit), or when that has no run, with the grid one block, made
+        small; else the first of the other models that evaluates to true.
+        None when none of these holds: the caller asks the question whole."""
+        z3 = q.z3
+        models = [m for m in models if m is not None]
+        if not models:
+            return None
+        try:
+            f = z3.And(*q.enc.constraints, goal)
+            if z3.is_true(models[0].eval(f, model_completion=True)):
+                return models[0]
+            syms = _launch_symbols(z3, f)
+            pins = [x == models[0].eval(x, model_completion=True) for x in syms]
+            v = self.solve(q, z3.And(goal, *pins), self.rlimit // 4)
+            if v.status == "unsat":
+                # the model's grid may admit no exact run (a grid of 2^32 blocks, a start
+                # past every bound): the first block of a one-block grid instead
+                grid = [x == (1 if x.decl().name().startswith("nctaid.") else 0)
+                        for x in syms if x.decl().name().startswith(_GRID)]  # fmt: skip
+                pins = [p for x, p in zip(syms, pins) if not x.decl().name().startswith(_GRID)] + grid
+                v = self.solve(q, z3.And(goal, *pins), self.rlimit // 4)
+            if v.status == "sat":  # made small under the fixed values (the parameters and trips a person replays)
+                return v.small_model()
+            return next((m for m in models[1:] if z3.is_true(m.eval(f, model_completion=True))), None)
+        except z3.Z3Exception:
+            return None
+
     def assumed_launch(self) -> str:
         """The launch shape a finding assumes, in words ("" when the launch gives it)."""
         lb = self.k.launch
@@ -207,3 +244,27 @@ class MemoryCore:
             src = ".maxntid" if lb.maxntid else (lb.source or "the configured bounds")
             return f"a block of at most {lb.max_threads} threads ({src}{flat})"
         return f"any block of at most 1024 threads (no launch shape given{flat})"
+
+
+_PINNED = ("ntid.", "tid.", "nctaid.", "ctaid.")
+_GRID = ("nctaid.", "ctaid.")
+
+
+def _launch_symbols(z3, e) -> list:
+    """The block, grid and thread constants ``e`` mentions."""
+    seen: set[int] = set()
+    found = {}
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        i = x.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            name = x.decl().name()
+            if z3.is_bv(x) and name.startswith(_PINNED):
+                found[name] = x
+            continue
+        stack.extend(x.children())
+    return [found[n] for n in sorted(found)]

@@ -337,6 +337,7 @@ class RaceSearch:
 
         def record(it, status, model):
             self._kind_vec = it[1] if a.kind == "copy" else None
+            raw = model(raw=True) if callable(model) else model
             if callable(model):  # a small witness, only for a line pair not reported yet (one per finding)
                 ka, kb = self._line_key(a), self._line_key(it[0])
                 model = model() if not {(code, ka, kb), (code, kb, ka)} & self._found else model(raw=True)
@@ -344,7 +345,7 @@ class RaceSearch:
             if status == "sat" and q.enc.used_strides:
                 # found over counters whose products were abstracted: confirm
                 # with them exact (a model there is a real witness; none, no race)
-                got = self._confirm(a, va, it, same_warp, same_thread, after_of)
+                got = self._confirm(a, va, it, same_warp, same_thread, after_of, (model, raw))
                 if got == "unsat":
                     return
                 if got is not None:
@@ -492,10 +493,14 @@ class RaceSearch:
             ov.append(self._later_expr(q, a, ta, b, tb))
         return tb, fb, z3.And(*(cond + ov)), z3.And(*ov)
 
-    def _confirm(self, a: Access, va: Vec, it, same_warp, same_thread, after_of):
+    def _confirm(self, a: Access, va: Vec, it, same_warp, same_thread, after_of, models=()):
         """The pair ``(a, it)`` asked again with every counter's product exact
         (`Query` with ``exact``): "unsat", or (query, trips of a, footprint of
-        a, the partner's item, model) for a witness, or None (no answer)."""
+        a, the partner's item, model) for a witness, or None (no answer).
+        One of ``models`` (the witness found with the products abstracted,
+        small first) that already satisfies the exact question is its answer,
+        with no solver asked: the abstraction's model is often exact (the
+        abstracted counter at trip 0, or in a loop the pair does not need)."""
         try:
             q2 = self.mf.query(exact=True)
             ta, fa, _bounds, base, _wr = self._side_a(q2, a, va, same_warp, same_thread)
@@ -505,7 +510,11 @@ class RaceSearch:
             phase = self._phase_terms(q2, a, va, ta, b, vb, tb, same_thread)
             if phase is not None:
                 full = q2.z3.And(full, phase)
-            v = self.mf.solve(q2, q2.z3.And(*base, full))
+            goal = q2.z3.And(*base, full)
+            m = self.mf.model_of(q2, goal, *models)
+            if m is not None:
+                return q2, ta, fa, (b, vb, tb, fb, full, ov), m
+            v = self.mf.solve(q2, goal)
         except Exception:  # noqa: BLE001
             return None
         if v.status == "unsat":

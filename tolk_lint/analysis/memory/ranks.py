@@ -22,6 +22,21 @@ The same shape bounds an access without a launch shape (`rank_in_bounds`):
 ``off + c * (n - 1) + width`` bytes of the array, n at most 1024 (or the
 kernel's ``.maxntid``).
 
+A block-stride loop counter (``for j in range(tid.x, 256, blockDim.x)``,
+``for (j = tid; j < 256; j += blockDim.x)``) is read as its closed form
+``start + S * k`` with ``k`` a variable of its own per thread (``trip:``,
+a thread part: the two threads may be at different trips). With ``start =
+u + rank`` (``u`` a constant) and ``S`` the block's thread count, two
+threads' counters differ whatever their trips: ``rank0 - rank1 + S * (k0 -
+k1)`` is zero only for one rank and one trip, as ``|rank0 - rank1| < S``.
+The counter is taken not to wrap (as the memory queries take every
+induction variable: `Query.counted`), and a constant bound ``C`` keeps its
+values below ``C + 1024``, so ``c * j`` differs between the two threads by
+less than 2^30: the same word argument as the rank's. The block-stride
+staging loop, the commonest way a block copies a tile, is then apart
+before any question, where the solver needs the product of the symbolic
+block size and the trip.
+
 A kernel that reads ``tid.y`` or ``tid.z`` only to compute its linear rank
 (`rank_only_dims`: cooperative groups' ``thread_rank()`` inside a kernel
 indexed by ``threadIdx.x``) is taken to be launched with flat blocks, as
@@ -64,6 +79,8 @@ RANK: Poly = {("tid.x",): 1, ("ntid.x", "tid.y"): 1, ("ntid.x", "ntid.y", "tid.z
 MAX_SCALE = 1 << 20  # |c| * 1023 stays below 2^30: no difference reaches a multiple of 2^32
 MIN_BITS = 32  # narrower steps wrap below the word the argument needs
 _THREAD = ("tid.x", "tid.y", "tid.z")
+TRIP = "trip:"  # a block-stride loop's trip (`RankReader._block_stride`): per thread
+MAX_BLOCK = 1024  # threads of a block: how far past its bound a block-stride counter ends
 _BLOCK = ("ntid.x", "ntid.y", "ntid.z")
 
 
@@ -105,6 +122,7 @@ class RankReader:
     def __init__(self, mf: MemoryCore):
         self.mf = mf
         self._memo: dict[Value, Poly | None] = {}
+        self.trip_spans: dict[str, int] = {}  # `TRIP` variable -> a bound on |j0 - j1| of its counter
 
     def address_poly(self, v: Value | None) -> Poly | None:
         if v is None:
@@ -148,6 +166,8 @@ class RankReader:
             return self._atom(v)
         if op in (O.PARAM, O.ADDR):
             return {(f"v{v.id}",): 1}
+        if op is O.PHI:
+            return self._block_stride(v)
         if op is O.ADD:
             return _add(self._poly(a[0]), self._poly(a[1]))
         if op is O.SUB:
@@ -172,6 +192,25 @@ class RankReader:
             return self._poly(a[0])
         return self._atom(v)
 
+    def _block_stride(self, v: Value) -> Poly:
+        """A header PHI stepped by a loop-invariant value with a constant
+        bound, from a constant plus a thread part: ``start + step * trip``
+        (whether the step is the block's size is for `_block_stride_scale`)."""
+        d = v.defn
+        cfg = self.mf.cfg
+        lp = next((x for x in cfg.loops if x.header is d.block), None)
+        iv = next((x for x in lp.ivs if x.phi is v), None) if lp is not None else None
+        if iv is None or iv.step is not None or iv.step_value is None or iv.negated:
+            raise _Unread
+        bound = _constant_bound(cfg, lp, iv)
+        start, step = self._poly(iv.start), self._poly(iv.step_value)
+        u = _const(_thread_part(start)[1])
+        if bound is None or u is None or _thread_part(step)[0]:
+            raise _Unread
+        trip = f"{TRIP}{lp.header.name}"
+        self.trip_spans[trip] = bound - u + 1
+        return _add(start, _mul(step, {(trip,): 1}))
+
     def _atom(self, v: Value) -> Poly:
         """``v`` as one variable, when both threads hold the same value in it."""
         d = v.defn
@@ -190,8 +229,50 @@ def _scale_of_rank(t: Poly) -> int | None:
     return c
 
 
+def _constant_bound(cfg, lp, iv) -> int | None:
+    """``C`` when every trip of ``lp`` first tests ``iv < C`` (or ``<= C``) and leaves when it fails."""
+    for ex in lp.exits:
+        if ex.iv is not iv or ex.bound is None or ex.bound.defn is None or ex.bound.defn.op is not O.CONST:
+            continue
+        c = ex.bound.defn.attrs.get("value")
+        stays_below = (ex.cmp in ("lt", "le", "lo", "ls") and not ex.exits_when) or \
+            (ex.cmp in ("ge", "gt", "hs", "hi") and ex.exits_when)  # fmt: skip
+        if isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 1 << 30 and stays_below \
+                and all(cfg.dominates(ex.branch.block, latch) for latch in lp.latches):  # fmt: skip
+            return c
+    return None
+
+
+_BLOCK_SIZES = (  # (rank, the block's thread count) as monomials; the flat forms only for a flat kernel
+    (RANK, ("ntid.x", "ntid.y", "ntid.z"), False),
+    (RANK, ("ntid.x",), True),
+    ({("tid.x",): 1}, ("ntid.x",), True),
+)
+
+
+def _block_stride_scale(reader: RankReader, t: Poly) -> int | None:
+    """``c`` when ``t`` is ``c * (rank + S * trip)``, a block-stride
+    counter's closed form with ``S`` the block's thread count, and ``c``
+    times the counter's span (plus a block) below 2^30."""
+    trips = {x for m in t for x in m if x.startswith(TRIP)}
+    c = t.get(("tid.x",))
+    if len(trips) != 1 or not c:
+        return None
+    [trip] = trips
+    flat = reader.mf.tid_dims <= {"x"}
+    for rank, size, needs_flat in _BLOCK_SIZES:
+        if needs_flat and not flat:
+            continue
+        want = {m: c * k for m, k in rank.items()}
+        want[tuple(sorted(size + (trip,)))] = c
+        if t == want:
+            span = reader.trip_spans.get(trip)
+            return c if span is not None and abs(c) * (span + MAX_BLOCK) < 1 << 30 else None
+    return None
+
+
 def _thread_part(p: Poly) -> tuple[Poly, Poly]:
-    t = {m: c for m, c in p.items() if any(x in _THREAD for x in m)}
+    t = {m: c for m, c in p.items() if any(x in _THREAD or x.startswith(TRIP) for x in m)}
     u = {m: c for m, c in p.items() if m not in t}
     return t, u
 
@@ -199,7 +280,8 @@ def _thread_part(p: Poly) -> tuple[Poly, Poly]:
 def thread_private(reader: RankReader, a: Access, b: Access) -> bool:
     """Whether two different threads' accesses ``a`` and ``b`` never overlap
     because both addresses are one uniform base plus the same multiple of
-    the thread's rank, at least as large as either access is wide."""
+    the thread's rank (or of one block-stride counter), at least as large
+    as either access is wide."""
     if a.fragment is not None or b.fragment is not None:
         return False
     pa, pb = reader.address_poly(a.addr), reader.address_poly(b.addr)
@@ -210,6 +292,8 @@ def thread_private(reader: RankReader, a: Access, b: Access) -> bool:
     if ta != tb or ua != ub:
         return False
     c = _scale_of_rank(ta)
+    if c is None:
+        c = _block_stride_scale(reader, ta)
     return c is not None and max(a.width, b.width) <= abs(c) <= MAX_SCALE
 
 

@@ -11,6 +11,9 @@ then by bisection on a log scale between the bounds known to fail and to
 hold); then it tries to pin each symbol to its least value (a one-
 dimensional block first, then thread 0, trip 0, parameters 0, the block
 just large enough for the two threads), keeping each pin that holds.
+A bound the solver gives up on (its resource limit) ends the bisection:
+the bounds after it are only weaker, as hard to decide as the question
+itself, and are counted as failed without being asked.
 
 Every model it returns satisfies everything the first did (the assertions
 are kept; only bounds are added), so callers that read other terms from the
@@ -95,6 +98,12 @@ def _pin_order(x) -> tuple:
     return (group, name.startswith("tid."), name)
 
 
+def _next_bound(lo: int, hi: int) -> int:
+    """The bisection's next bound between one known to fail and one known to hold (log scale when far apart)."""
+    mid = (lo + hi) // 2 if hi <= 4 * max(lo, 1) else int((max(lo, 1) * hi) ** 0.5)
+    return min(max(mid, lo + 1), hi - 1)
+
+
 def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries: int = MAX_QUERIES):
     """A model of ``solver``'s assertions whose witness symbols are small
     (``model`` itself when none smaller is found); with ``keep``, of those
@@ -110,6 +119,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
     asked = 0
 
     def ask(*extra):
+        """True (a model, now `best`), False (none), None (the solver gave up)."""
         nonlocal asked, best
         asked += 1
         solver.push()
@@ -120,10 +130,11 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
             left = budget.remaining_seconds()
             if left is not None:
                 solver.set("timeout", max(1, int(left * 1000)))
-            if solver.check() == z3.sat:
+            r = solver.check()
+            if r == z3.sat:
                 best = solver.model()
                 return True
-            return False
+            return False if r == z3.unsat else None
         finally:
             solver.pop()
 
@@ -132,14 +143,26 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
         hi = max(sizes)
         if hi > 1:
             lo = 0  # a bound known to fail (0 is never tried: two threads differ)
-            if ask(*[_within(z3, x, 1) for x in syms]):
+            got = ask(*[_within(z3, x, 1) for x in syms])
+            if got:
                 hi = 1
             else:
                 lo = 1
-            while hi - lo > 1 and asked < max_queries * 2 // 3:
-                mid = (lo + hi) // 2 if hi <= 4 * max(lo, 1) else int((max(lo, 1) * hi) ** 0.5)
-                mid = min(max(mid, lo + 1), hi - 1)
-                if ask(*[_within(z3, x, mid) for x in syms]):
+            limit = max_queries * 2 // 3
+            while hi - lo > 1 and asked < limit:
+                if got is None:
+                    # The solver gave up under a bound; the bisection would go on
+                    # to weaker bounds only (each a failure moves `lo` up), each
+                    # as hard as the question it just gave up on (the witness's
+                    # own, nearly: most of a shrink's time went to such answers).
+                    # Those steps are counted as asked and failed, not asked: the
+                    # pins below get the checks they got before.
+                    asked += 1
+                    lo = _next_bound(lo, hi)
+                    continue
+                mid = _next_bound(lo, hi)
+                got = ask(*[_within(z3, x, mid) for x in syms])
+                if got:
                     hi = max(_size(z3, best, x) for x in syms)
                 else:
                     lo = mid
