@@ -26,6 +26,7 @@ import pytest
 
 from tolk_lint import engine
 from tolk_lint.analysis.memory import core
+from tolk_lint.analysis.memory.races import RaceSearch
 from tolk_lint.analysis.smt.shrink import MAX_QUERIES, shrink
 from tolk_lint.analysis.smt.solver import z3mod
 
@@ -96,7 +97,9 @@ def _check_race(diags, answered, whole, lines: set):
 
 def test_numba_grid_stride_race_confirmed_from_its_model(monkeypatch):
     diags, answered, whole = _lint_counting(monkeypatch, NUMBA, "k.py")
-    _check_race(diags, answered, whole, {11, 13})
+    # one race of lines 11 (the store) and 13 (the read of `tid + 64`): reported
+    # once, at the later access, naming the store (`RaceSearch._covering`)
+    _check_race(diags, answered, whole, {13})
 
 
 @pytest.mark.nvcc
@@ -106,6 +109,10 @@ def test_nvcc_grid_stride_race_confirmed_from_its_model(monkeypatch, tmp_path):
     cu.write_text(CUDA)
     subprocess.run(["nvcc", "-ptx", "-lineinfo", "-arch=sm_80", "-o", str(ptx), str(cu)], check=True, timeout=300)
     text = ptx.read_text().replace(".visible .entry", "// tolk: launch block=(128,1,1)\n.visible .entry", 1)
+    # nvcc's copies of the pair: the one found first needs no confirmation, and
+    # the others are covered by it (`RaceSearch._covering`); asked about here,
+    # the one over abstracted strides is confirmed from its model
+    monkeypatch.setattr(RaceSearch, "_covering", lambda self, *args: None)
     diags, answered, whole = _lint_counting(monkeypatch, text, str(ptx))
     races = [d for d in diags if d.code == "TL201"]
     assert races, [(d.code, d.span.line) for d in diags]

@@ -28,6 +28,7 @@ from tolk_lint.analysis.memory.order import ProgramOrder
 from tolk_lint.analysis.memory.phases import Phases
 from tolk_lint.analysis.memory.query import Query, solve_bv
 from tolk_lint.analysis.memory.ranks import RankReader, rank_only_dims
+from tolk_lint.analysis.smt.shrink import witness_symbols
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Kernel, Module, Value
 from tolk_lint.ir.opcodes import Opcode
@@ -252,19 +253,4 @@ _GRID = ("nctaid.", "ctaid.")
 
 def _launch_symbols(z3, e) -> list:
     """The block, grid and thread constants ``e`` mentions."""
-    seen: set[int] = set()
-    found = {}
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        i = x.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            name = x.decl().name()
-            if z3.is_bv(x) and name.startswith(_PINNED):
-                found[name] = x
-            continue
-        stack.extend(x.children())
-    return [found[n] for n in sorted(found)]
+    return witness_symbols(z3, [e], _PINNED)

@@ -37,8 +37,9 @@ SHRINK_RLIMIT = 400_000
 _PREFIXES = ("ntid.", "tid.", "k_", "g_", "s_", "param:")
 
 
-def witness_symbols(z3, assertions) -> list[Any]:
-    """The bit-vector constants of the assertions a witness shows, in name order."""
+def witness_symbols(z3, assertions, prefixes: tuple[str, ...] = _PREFIXES) -> list[Any]:
+    """The bit-vector constants of the assertions whose names start with
+    one of ``prefixes`` (by default, those a witness shows), in name order."""
     seen: set[int] = set()
     found: dict[str, Any] = {}
     stack = list(assertions)
@@ -50,7 +51,7 @@ def witness_symbols(z3, assertions) -> list[Any]:
         seen.add(i)
         if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
             name = x.decl().name()
-            if z3.is_bv(x) and name.startswith(_PREFIXES):
+            if z3.is_bv(x) and name.startswith(prefixes):
                 found[name] = x
             continue
         stack.extend(x.children())
