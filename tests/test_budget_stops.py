@@ -22,7 +22,7 @@ from tolk_lint import budget
 from tolk_lint.engine import lint_text, load_tool
 from tolk_lint.testing import settings_from_flags
 
-SLOW = REPO / "fixtures" / "corpus" / "numba" / "matvec_warp.py"  # tens of seconds of solving
+SLOW = REPO / "fixtures" / "corpus" / "numba" / "kmeans_assign.py"  # seconds of solving (division by runtime extents)
 QUICK_BUG = '''
 
 @cuda.jit
@@ -33,7 +33,7 @@ def first_divergent_barrier(a):
 
 
 def slow_file_with_a_quick_bug(tmp_path):
-    """matvec_warp.py with a kernel in front that is TL101 at once."""
+    """The slow file with a kernel in front that is TL101 at once."""
     text = SLOW.read_text()
     head = text.index("@cuda.jit")
     text = text[:head] + QUICK_BUG.lstrip("\n") + "\n\n" + text[head:]
