@@ -26,7 +26,7 @@ for: a 16x16 tile indexed by ``threadIdx`` is out of bounds for a block of
    exact limit (one more fails): a kernel correct up to 31 threads is not
    given "<= 16". A contract must admit a block of at least 32 threads.
 3. The kernel is then linted again under the contract (the encoders'
-   launch constraints, `smt.encoder.contract_constraints`), every rule:
+   launch constraints, `smt.contract_terms.contract_constraints`), every rule:
    that lint is the proof. A kernel it calls clean is clean for every
    block satisfying the contract; what it still finds is reported under
    the contract. When it finds accesses the questions of step 2 did not

@@ -5,11 +5,11 @@ how each kind of value is encoded."""
 from __future__ import annotations
 
 import logging
-import struct
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
-from tolk_lint.analysis.smt.float_compare import float_compare
+from tolk_lint.analysis.smt.contract_terms import contract_constraints
+from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
@@ -394,7 +394,7 @@ class Encoder:
             return z3.BoolVal(bool(value))
         w = self.width(t)
         if isinstance(value, float) or (is_float(t) and not isinstance(value, int)):
-            bits = _float_bits(float(value), w)
+            bits = float_bits(float(value), w)
             return z3.BitVecVal(bits, w)
         if isinstance(value, bool):
             value = int(value)
@@ -785,32 +785,5 @@ def _compare(z3, cmp: str, a, b, signed: bool):
     return {"lt": z3.ULT(a, b), "le": z3.ULE(a, b), "gt": z3.UGT(a, b), "ge": z3.UGE(a, b)}.get(cmp, a == b)
 
 
-def _float_bits(x: float, w: int) -> int:
-    if w == 32:
-        return struct.unpack("<I", struct.pack("<f", x))[0]
-    if w == 64:
-        return struct.unpack("<Q", struct.pack("<d", x))[0]
-    if w == 16:
-        return struct.unpack("<H", struct.pack("<e", x))[0]
-    return int(x) % (1 << w)
-
-
 def _clean(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name)[:40]
-
-
-def contract_constraints(z3, ntid: list, contract) -> list:
-    """A launch contract (`tolk_lint.launch.shapes.Contract`) on the block
-    dimensions ``ntid``: each within its bound (a bound of 1 is exact), the
-    threads within theirs, ``blockDim.x`` a power of two when it says so."""
-    out = []
-    for d in range(3):
-        bound = contract.dims[d]
-        out.append(ntid[d] == 1 if bound == 1 else z3.ULE(ntid[d], bound))
-    if contract.threads < contract.dims[0] * contract.dims[1] * contract.dims[2]:
-        wide = [z3.ZeroExt(32, n) for n in ntid]
-        out.append(z3.ULE(wide[0] * wide[1] * wide[2], contract.threads))
-    if contract.pow2:
-        out.append(ntid[0] & (ntid[0] - 1) == 0)
-    return out
-

@@ -12,6 +12,7 @@ ordered, Python's ``!=`` is not).
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 SWAPPED = {"gt": "lt", "ge": "le"}  # a > b is b < a
@@ -38,3 +39,15 @@ def float_compare(uf, z3, cmp: str, args: list) -> Any:
     if cmp in SWAPPED:
         cmp, a, b = SWAPPED[cmp], b, a
     return uf(f"fcmp_{cmp}", [a, b], z3.BoolSort())
+
+
+def float_bits(x: float, w: int) -> int:
+    """The bits of the float constant ``x`` at width ``w`` (IEEE half, single,
+    double; another width: its integer value, wrapped)."""
+    if w == 32:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    if w == 64:
+        return struct.unpack("<Q", struct.pack("<d", x))[0]
+    if w == 16:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    return int(x) % (1 << w)

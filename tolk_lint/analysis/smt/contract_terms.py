@@ -1,0 +1,23 @@
+"""A launch contract as solver terms: what TL205's contract says of the
+block dimensions, for the encoders to assume when a kernel is linted under
+it. What it may import: nothing of the analyses (it reads the contract's
+fields)."""
+
+from __future__ import annotations
+
+
+def contract_constraints(z3, ntid: list, contract) -> list:
+    """A launch contract (`tolk_lint.launch.shapes.Contract`) on the block
+    dimensions ``ntid``: each within its bound (a bound of 1 is exact), the
+    threads within theirs, ``blockDim.x`` a power of two when it says so."""
+    out = []
+    for d in range(3):
+        bound = contract.dims[d]
+        out.append(ntid[d] == 1 if bound == 1 else z3.ULE(ntid[d], bound))
+    if contract.threads < contract.dims[0] * contract.dims[1] * contract.dims[2]:
+        wide = [z3.ZeroExt(32, n) for n in ntid]
+        out.append(z3.ULE(wide[0] * wide[1] * wide[2], contract.threads))
+    if contract.pow2:
+        out.append(ntid[0] & (ntid[0] - 1) == 0)
+    return out
+
