@@ -30,7 +30,9 @@ lint is the proof, so **a kernel reported clean under a contract is clean
 for every block that satisfies it**. A finding that holds for every block
 (it holds with two threads already, as a missing barrier does) is no
 matter of shape: it stays an error, reported under the contract. A kernel
-with no natural contract keeps the errors of the lint without a shape.
+with no natural contract keeps the errors of the lint without a shape,
+and so does one whose search runs out of the time budget: each of
+those errors then says so in a note.
 
 This diagnostic, one per kernel at its header, names the contract, the
 accesses that need it (their lines, saying which file's: `lines 25, 27 of

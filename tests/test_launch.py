@@ -346,6 +346,21 @@ def test_with_tl205_off_the_errors_stay():
     assert {d.code for d in _lint(REVERSE, ignore=("TL205",))} == {"TL202"}
 
 
+def test_a_contract_search_out_of_budget_keeps_the_errors_and_says_why(monkeypatch):
+    # the budget runs out inside the contract search: the findings for every
+    # block stand (never a kernel called clean), each saying why no contract came
+    from tolk_lint import budget
+    from tolk_lint.launch import inference
+
+    def out_of_time(*args):
+        raise budget.BudgetExceeded("the launch contract search", "the file's time budget of 1 s ran out")
+
+    monkeypatch.setattr(inference, "_infer", out_of_time)
+    diags = _lint(REVERSE)
+    assert {d.code for d in diags} == {"TL202"}
+    assert all(inference.CUT_SHORT in [r.message for r in d.related] for d in diags)
+
+
 def test_a_kernel_wrong_for_every_block_keeps_its_errors():
     racy = REVERSE.replace("    cuda.syncthreads()\n", "").replace("s[63 - t]", "s[(t + 1) % 64]")
     codes = sorted(d.code for d in _lint(racy))

@@ -29,6 +29,10 @@ ROUNDS = 2  # contracts derived per kernel: the second adds the findings the fir
 SHOWN_LINES = 6  # the lines named in the message (the related notes say the rest)
 EXAMPLES = 8  # the accesses shown as related notes, each with a block outside the contract that breaks it
 MAX_PROBES = 4  # blocks asked about per access shown, for its example
+# The note on a finding whose kernel's contract search ran out of budget: the
+# finding stands as it is for every block, though a contract might remove it.
+CUT_SHORT = ("the search for a launch contract under which this holds (TL205) ran out of the time budget: "
+             "raise `time-budget`, or give the launch shape (--block, or a `tolk: launch` comment)")
 
 
 def infer(module: Module, k: Kernel, settings, run, diags: list[Diagnostic]) -> tuple[LaunchShape, list[Diagnostic]] | None:
@@ -48,6 +52,9 @@ def infer(module: Module, k: Kernel, settings, run, diags: list[Diagnostic]) -> 
         got = _infer(module, k, facts, codes, run)
     except budget.BudgetExceeded:
         got = None
+        for d in diags:  # the findings stand, but the person learns why no contract was given
+            if d.code in codes:
+                d.related.append(Related(CUT_SHORT))
     except Exception:  # noqa: BLE001 - the lint without a contract stands: never fail it over one
         log.debug("launch contract of %s failed:\n%s", k.name, traceback.format_exc())
         got = None
