@@ -27,7 +27,7 @@ from tolk_lint.analysis.memory.loops import (
 from tolk_lint.analysis.memory.order import ProgramOrder
 from tolk_lint.analysis.memory.phases import Phases
 from tolk_lint.analysis.memory.query import Query, solve_bv
-from tolk_lint.analysis.memory.ranks import RankReader, rank_only_dims
+from tolk_lint.analysis.memory.ranks import RankReader, ResidueReader, rank_only_dims
 from tolk_lint.analysis.smt.shrink import witness_symbols
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Kernel, Module, Value
@@ -85,6 +85,7 @@ class MemoryCore:
         self.ranks = RankReader(self)  # the address polynomials the race and bounds searches read too
         self.rank_only = rank_only_dims(self.ranks, kernel) if self.tid_dims & {"y", "z"} else set()
         self.tid_dims -= self.rank_only
+        self.residues = ResidueReader(self)  # the same, reading what it cannot as per-thread unknowns
         self.queries = 0  # questions asked of the solver
         self.seconds = 0.0  # spent computing the facts
         self.unknown = 0  # questions the solver gave up on

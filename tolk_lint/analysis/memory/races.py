@@ -45,7 +45,7 @@ from tolk_lint.analysis.memory.loops import inside_successor
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
 from tolk_lint.analysis.memory.query import model_value
 from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
-from tolk_lint.analysis.memory.ranks import thread_private
+from tolk_lint.analysis.memory.ranks import residue_private, thread_private
 from tolk_lint.analysis.memory.warp_masks import lane_pair_constraint
 
 if TYPE_CHECKING:
@@ -290,7 +290,10 @@ class RaceSearch:
                         if self._covering(code, a, b, self._direction(a, va, b, vb, af)) is None]  # fmt: skip
         if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
             n = len(partners)
-            partners = [(b, vb, af) for b, vb, af in partners if not thread_private(self.mf.ranks, a, b)]
+            mf = self.mf
+            n_max, flat = mf.k.launch.threads or 1024, mf.tid_dims <= {"x"}
+            partners = [(b, vb, af) for b, vb, af in partners if not thread_private(mf.ranks, a, b)
+                        and not residue_private(mf.residues, a, b, n_max, flat)]  # fmt: skip
             self.mf.concrete_cleared += n - len(partners)
         if not partners:
             return []

@@ -164,6 +164,8 @@ class RankReader:
             if name in _THREAD or name in _BLOCK:
                 return {(name,): 1}
             return self._atom(v)
+        if op is O.ADDR and d.attrs.get("buffer"):  # each `mov %r, buf` of one buffer: one address
+            return {(f"addr:{d.attrs.get('space')}:{d.attrs['buffer']}",): 1}
         if op in (O.PARAM, O.ADDR):
             return {(f"v{v.id}",): 1}
         if op is O.PHI:
@@ -295,6 +297,121 @@ def thread_private(reader: RankReader, a: Access, b: Access) -> bool:
     if c is None:
         c = _block_stride_scale(reader, ta)
     return c is not None and max(a.width, b.width) <= abs(c) <= MAX_SCALE
+
+
+OPAQUE = "x:"  # `ResidueReader`: a value it does not read, a variable of its own per thread
+
+
+class ResidueReader(RankReader):
+    """`RankReader` for `residue_private`: a value it cannot read (a load, a
+    division, a counter of another loop, a float, a narrow step) is not the
+    end of the polynomial but a variable of its own (`OPAQUE`), different in
+    each thread. Whatever that value is, a term of it whose coefficient is
+    a multiple of ``M`` is a multiple of ``M``: the residue argument needs
+    no more of it. A cycle (a value computed from itself) is cut at the
+    value that closes it, which becomes such a variable: a polynomial is
+    never built from the value it defines."""
+
+    def _poly(self, v: Value) -> Poly:
+        v = self.mf.canon.map.get(v, v)
+        if v in self._memo:
+            got = self._memo[v]
+            if got is None:
+                raise _Unread  # the caller's value, not this one, becomes opaque
+            return got
+        self._memo[v] = None
+        try:
+            p = self._compute(v)
+        except (_Unread, RecursionError):
+            p = {(f"{OPAQUE}{v.id}",): 1}
+        self._memo[v] = p
+        return p
+
+    def _block_stride(self, v: Value) -> Poly:
+        """Any induction variable, as ``start + step * k``: ``k`` its trip,
+        per thread, whatever bounds it (an address stepped beside a counter
+        that the loop tests, a runtime bound), exact modulo the word."""
+        try:
+            return super()._block_stride(v)
+        except _Unread:
+            pass
+        lp = next((x for x in self.mf.cfg.loops if x.header is v.defn.block), None)
+        iv = next((x for x in lp.ivs if x.phi is v), None) if lp is not None else None
+        if iv is None:
+            raise _Unread
+        step = {(): iv.step} if iv.step is not None else self._poly(iv.step_value)
+        trip = {(f"{OPAQUE}trip:{lp.header.name}",): -1 if iv.negated else 1}
+        return _add(self._poly(iv.start), _mul(step, trip))
+
+
+def _per_thread(m: tuple) -> bool:
+    return any(x in _THREAD or x.startswith((TRIP, OPAQUE)) for x in m)
+
+
+def _two_adic(x: int, cap: int) -> int:
+    """The largest power of two dividing ``x``, at most ``cap`` (0 -> ``cap``)."""
+    return cap if x == 0 else min(cap, x & -x)
+
+
+def residue_private(reader: ResidueReader, a: Access, b: Access, threads: int, flat: bool) -> bool:
+    """Whether two different threads' accesses ``a`` and ``b`` never overlap
+    because their addresses are ``c * rank`` apart modulo a power of two
+    ``M`` that every other difference is a multiple of.
+
+    The shape is a multi-dimensional array indexed by the thread in one
+    dimension and by anything else in the others -- CUB's
+    ``bins[pass][threadIdx.x + k * BLOCK_THREADS][part]``, unrolled into
+    copies at constant offsets, inside a loop whose trips differ between
+    threads, ``sh[tid][load]``:
+
+        addr = c * rank + sum(m_i * x_i) + u + d
+
+    with ``x_i`` anything per thread (another index, a trip, a loaded value)
+    and ``m_i`` multiples of ``M``, ``u`` the same in both threads (the
+    uniform terms, their coefficients the same modulo ``M`` in both
+    accesses), ``d`` each access's constant. Modulo ``M`` (a power of two
+    dividing 2^32, so the residue of a 32- or 64-bit address is that of its
+    polynomial: see the module's docstring), the two addresses differ by
+    ``c * (rank0 - rank1) + d_a - d_b``, and ``0 < |rank0 - rank1| < n``
+    (``n`` the block's thread count, at most ``threads``): when no such
+    difference lands within the two widths of a multiple of ``M``, the
+    bytes never meet. ``flat``: the kernel is taken to run flat blocks
+    (`MemoryCore.tid_dims`), so its rank is ``tid.x`` and ``tid.y``,
+    ``tid.z`` are 0."""
+    if a.fragment is not None or b.fragment is not None or not 1 < threads <= MAX_BLOCK:
+        return False
+    pa, pb = reader.address_poly(a.addr), reader.address_poly(b.addr)
+    if pa is None or pb is None:
+        return False
+    if flat:  # tid.y = tid.z = 0: their monomials vanish
+        pa, pb = ({m: k for m, k in p.items() if "tid.y" not in m and "tid.z" not in m} for p in (pa, pb))
+    rank = {("tid.x",): 1} if flat else RANK
+    c = pa.get(("tid.x",))
+    if not c or any(p.get(m) != c * k for p in (pa, pb) for m, k in rank.items()):
+        return False
+    cap = 1 << 32
+    M = cap
+    for m in set(pa) | set(pb):
+        if m in rank or m == ():
+            continue
+        ka, kb = pa.get(m, 0), pb.get(m, 0)
+        if _per_thread(m):
+            M = min(M, _two_adic(ka, cap), _two_adic(kb, cap))
+        else:
+            M = min(M, _two_adic(ka - kb, cap))
+    wa, wb = a.width, b.width
+    if M < wa + wb:
+        return False
+    d = pa.get((), 0) - pb.get((), 0)
+    w, n = max(wa, wb), threads - 1
+    if d % M == 0 and w <= abs(c) and abs(c) * n + w <= M:
+        return True  # every c * (rank0 - rank1) stays at least a width from the multiples of M
+    for delta in range(1, threads):
+        for s in (delta, -delta):
+            r = (c * s + d) % M  # a's address minus b's, modulo M
+            if r < wa or r > M - wb:
+                return False
+    return True
 
 
 def rank_in_bounds(reader: RankReader, acc: Access, threads: int) -> bool:
