@@ -26,7 +26,10 @@ from tolk_lint.analysis.mbarriers import object_of
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tolk_lint.analysis.memory.accesses import Access
+    from tolk_lint.ir.nodes import Block
     from tolk_lint.analysis.memory.phases import Phases, Vec
 
 O = Opcode
@@ -44,9 +47,12 @@ class PendingWalk:
     never_retired: bool  # some path ends the kernel with it pending
 
 
-def copy_walk(phases: Phases, c: Access, level: str = "workgroup") -> PendingWalk:
+def copy_walk(phases: Phases, c: Access, level: str = "workgroup",
+              dead: Callable[[Block, Block], bool] | None = None) -> PendingWalk:  # fmt: skip
     """Follow the copying thread from ``c`` until a wait retires it and a
-    boundary publishes it (see the module docstring)."""
+    boundary publishes it (see the module docstring). ``dead(b, s)``: an
+    edge no thread takes (`dead_edges`), not followed while the copy is
+    pending (``cuda::pipeline``'s switch over ``wait_group`` counts)."""
     waits = [i.attrs.get("n", 0) for i in phases.k.instrs() if i.op is O.CP_ASYNC_WAIT]
     capc = (max(waits) if waits else 0) + 2
     b0 = c.instr.block
@@ -112,6 +118,8 @@ def copy_walk(phases: Phases, c: Access, level: str = "workgroup") -> PendingWal
                 never = True
             continue
         for s in b.succs:
+            if not ret and dead is not None and len(b.succs) == 2 and dead(b, s):
+                continue
             work.append((s, 0, phases.step(vec, b, s), cm, ret, armed))
     return PendingWalk(frozenset(bars), frozenset(own), frozenset(retiring), frozenset(short),
                        frozenset(uncommitted), never)  # fmt: skip

@@ -158,6 +158,24 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
             for c in _toggle_range(lp, v, s, canon):
                 for rel in RELATIONS:
                     add(v, rel, None, c)
+    # a counter stepped on some paths only, by a counter's constant step: the
+    # two may move together (cuda::pipeline's tail, advanced by each
+    # consumer_wait that finds a group, beside its head, advanced by each
+    # commit); the induction keeps the relation only if every latch path
+    # steps both alike
+    for phi in lp.header.phis():
+        q = phi.result
+        if not _integer(q) or canon(q) is not q or q in exact or len(_starts(lp, q)) != 1:
+            continue
+        steps = set(_offsets(lp, q, canon).values())
+        for p in lp.ivs:
+            if p.step not in steps or not p.step or type_bits(p.phi.type) != type_bits(q.type) \
+                    or len(_starts(lp, p.phi)) != 1:  # fmt: skip
+                continue
+            key = (q, p.phi, 1, True)
+            if key not in seen and len(out) < MAX_CANDIDATES:
+                seen.add(key)
+                out.append(Fact(q, "eq", next(iter(_starts(lp, q))), 0, p.phi, next(iter(_starts(lp, p.phi))), 1))
     # counters that move together: one's step a constant multiple of the other's
     for q in lp.ivs:
         for p in lp.ivs:

@@ -49,6 +49,9 @@ class Encoder:
         self._sym_id = 0
         self._exit_trip: dict[tuple, Any] = {}
         self._trip_width = 128 if self.python else 64
+        # header phis a relational loop question takes as one value for both
+        # threads at a trip (its induction hypothesis: `questions._carried`)
+        self.shared_carry: set[Value] = set()
         z3 = self.z3
         # the trip index of each loop around the point: shared by both threads
         self.trips: dict[Loop, tuple[Any, Any]] = {}
@@ -464,7 +467,7 @@ class Encoder:
                         step = -step
                 return start + step * self.fit(trip, w)
         # a loop-carried value: a function of the trip, per thread unless uniform
-        if not self._is_varying(v):
+        if not self._is_varying(v) or v in self.shared_carry:
             return self.uf(f"carry_{_clean(v.name)}", [self.fit(trip, 64)], self.sort(v.type))
         return self.uf(f"carry_{_clean(v.name)}_t{t}", [self.fit(trip, 64)], self.sort(v.type))
 

@@ -39,10 +39,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from tolk_lint.analysis.smt.encoder import MAX_NODES, Encoder
-from tolk_lint.analysis.smt.questions import _assume, witness_of
+from tolk_lint.analysis.smt.questions import _assume, _carried, loop_trips_uniform, witness_of
 from tolk_lint.analysis.smt.solver import DEFAULT_RLIMIT, solve, z3mod
 from tolk_lint.analysis.uniformity_info import Proof
-from tolk_lint.ir.cfg import Loop
+from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
 from tolk_lint.ir.opcodes import Opcode
 
@@ -153,8 +153,9 @@ def mask_names_its_lanes(kernel: Kernel, ins: Instr, mask: Value, info: Uniformi
         enc.per_thread_symbols.add("runs_op@t1")
         # lower bounds of E1[P]: from the entry, and from each anchor
         starts = [(enc.cfg.entry, z3.BoolVal(True))] + list(enc.anchors.items())
+        named = _named_loops(kernel, ins, mask, info, rlimit)
         for start, runs_start in starts:
-            path = _path_from(enc, start, here, 1)
+            path = _path_from(enc, start, here, 1, named, enc.bit(m0, 1), runs_start)
             if path is not None:
                 enc.constraints.append(z3.Implies(z3.And(runs_start, path), e1))
         goal = z3.Or(z3.Not(enc.bit(m0, 0)), z3.And(enc.bit(m0, 1), z3.Not(e1)))
@@ -201,11 +202,42 @@ def _reaches(enc: Encoder, block: Block, t: int):
     return z3.And(*terms) if terms else None
 
 
-def _path_from(enc: Encoder, start: Block, block: Block, t: int):
+def _named_loops(kernel: Kernel, ins: Instr, mask: Value, info: UniformityInfo, rlimit: int) -> set[Loop]:
+    """The loops around ``ins`` whose trips may differ within the warp but
+    not between two lanes its ``mask`` names: a mask fixed before the loop
+    (``tiled_partition(block, 16)`` of a block that ends in a partial tile,
+    whose loop over ``g.size()`` runs fewer trips in the short tile). For
+    each, `loop_trips_uniform` under the hypothesis that thread 0's mask
+    names thread 1's lane; cached per loop and mask."""
+    cfg = cfg_of(kernel)
+    d = mask.defn
+    cache = kernel.cached("named_loop_proofs", lambda k: {})
+    out = set()
+    for lp in cfg.loops_around(ins.block):
+        if lp not in info.divergent_loops or d is None or d.block is None or d.block in lp.blocks:
+            continue
+        key = (lp, mask, id(info))
+        if key not in cache:
+            def names_t1(enc: Encoder, m=mask):
+                z3 = enc.z3
+                lane1 = z3.URem(enc.linear(1), 32)
+                return z3.Extract(0, 0, z3.LShR(enc.fit(enc._bv(enc.enc(m, 0)), 32), lane1)) == 1
+
+            cache[key] = loop_trips_uniform(kernel, lp, info, "warp", rlimit, hypothesis=names_t1).verdict
+        if cache[key] == "uniform":
+            out.add(lp)
+    return out
+
+
+def _path_from(enc: Encoder, start: Block, block: Block, t: int, named: set[Loop] = frozenset(), names_t=None,
+               runs_start=True):  # fmt: skip
     """A condition under which thread ``t``, having run ``start`` at this
     instance, runs ``block`` at it too: the paths of one trip from ``start``
     into ``block``, through loops entered on the way whose trips do not vary
-    within the warp. None when there is none we can tell."""
+    within the warp, or (``named``) do not vary between two lanes the mask
+    names, when it names thread ``t`` (``names_t``; ``runs_start``: the
+    condition that thread ``t`` ran ``start``). None when there is none we
+    can tell."""
     z3 = enc.z3
     cfg = enc.cfg
     around_start = cfg.loops_around(start)
@@ -213,9 +245,9 @@ def _path_from(enc: Encoder, start: Block, block: Block, t: int):
     if not set(around_start) <= set(around):
         return None
     entered: list[Loop] = [lp for lp in reversed(around) if lp not in around_start]
-    if any(lp in enc.info.divergent_loops for lp in entered):
+    if any(lp in enc.info.divergent_loops and lp not in named for lp in entered):
         return None
-    terms = []
+    terms = [names_t] if any(lp in enc.info.divergent_loops for lp in entered) else []
     cur = start
     for lp in entered:
         c = _enter(enc, cur, lp, t)
@@ -223,6 +255,14 @@ def _path_from(enc: Encoder, start: Block, block: Block, t: int):
             return None
         terms.append(c)
         cur = lp.header
+        if lp in enc.info.divergent_loops:
+            # what `_named_loops` proved by induction: a named lane that
+            # entered the loop with this one carries the values its exits
+            # read equal at every trip (its path into the op at trip k
+            # reads them: a `while` loop's test at the header)
+            same = [enc.enc(v, 0) == enc.enc(v, t) for v, _, _ in _carried(lp, enc.info)]
+            if same:
+                enc.constraints.append(z3.Implies(z3.And(runs_start, *terms), z3.And(*same)))
     if cur is not block:
         conds = enc._incoming_conditions(cur, block, t)
         if conds is None:

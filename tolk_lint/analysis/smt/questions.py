@@ -7,6 +7,7 @@ that run it is `masks`.)"""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.smt.encoder import Encoder
@@ -14,6 +15,7 @@ from tolk_lint.analysis.smt.solver import DEFAULT_RLIMIT, STATS, Verdict, solve,
 from tolk_lint.analysis.uniformity_info import Proof
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
+from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
     from tolk_lint.analysis.uniformity_info import UniformityInfo
@@ -111,14 +113,27 @@ def value_uniform(kernel: Kernel, value: Value, at: Instr, info: UniformityInfo,
 
 
 def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: str,
-                       rlimit: int = DEFAULT_RLIMIT) -> Proof:  # fmt: skip
+                       rlimit: int = DEFAULT_RLIMIT, hypothesis: Callable[[Encoder], Any] | None = None) -> Proof:  # fmt: skip
     """Can two threads that enter ``lp`` together leave it differently: at
     different trips, or through different exits (a ``return`` inside the
     loop that only some take)?
 
     With ``k`` a trip both reach (``k = 0``, or neither left at ``k - 1``),
     ask whether some exit's decision at ``k`` differs between them. Exits
-    not on every trip's path carry their path condition from the header."""
+    not on every trip's path carry their path condition from the header.
+
+    A loop-carried value the taint calls varying only because its start
+    is (``for (i = popc(mask) / 2; i > 0; i /= 2)``) is proved equal in
+    both threads by induction on the trip, in the same question
+    (`_carried`): at trip ``k`` it is one value for both, and the question
+    also asks whether the two starts differ or, when both stay, the two
+    values it carries to trip ``k + 1``. UNSAT proves all three parts of
+    the induction at once.
+
+    ``hypothesis`` (of the encoder, over values fixed before the loop: a
+    warp collective's mask naming the other thread's lane) holds in both
+    threads' run; UNSAT then proves the trips equal for the pairs of
+    threads it admits."""
 
     try:
         z3 = z3mod()
@@ -132,6 +147,10 @@ def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: st
             ent = enc.loop_entry_condition(lp, t)
             if ent is not None:
                 enc.constraints.append(ent)
+        if hypothesis is not None:
+            enc.constraints.append(hypothesis(enc))
+        carried = _carried(lp, info)
+        enc.shared_carry.update(v for v, _, _ in carried)
         terms = []
         for ex in lp.exits:
             if cfg.loop_of(ex.branch.block) is not lp:
@@ -147,12 +166,57 @@ def loop_trips_uniform(kernel: Kernel, lp: Loop, info: UniformityInfo, level: st
             terms.append(dec[0] != dec[1])
         if not terms:
             return Proof("uniform", None, "the loop has no exit")
+        if carried:
+            stays = enc.exits_at(lp, 0, k)
+            stays = z3.BoolVal(True) if stays is None else z3.Not(stays)
+            for _, start, nxt in carried:
+                terms.append(enc.enc(start, 0) != enc.enc(start, 1))
+                terms.append(z3.And(stays, enc.enc(nxt, 0) != enc.enc(nxt, 1)))
         prev = [enc.exits_at(lp, t, k - 1) for t in (0, 1)]
         reach = z3.BoolVal(True) if prev[0] is None else z3.Or(k == 0, z3.And(z3.Not(prev[0]), z3.Not(prev[1])))
         return _proof(solve(enc, z3.And(reach, z3.Or(*terms)), rlimit), enc)
     except Exception as e:  # noqa: BLE001
         log.debug("smt: loop query failed: %r", e, exc_info=True)
         return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
+
+
+def _carried(lp: Loop, info: UniformityInfo) -> list[tuple[Value, Value, Value]]:
+    """``(phi, start, next)`` for the header phis of ``lp`` that its exit
+    tests read, through the values computed in the loop (and the values
+    those phis carry, and the branches a join in the loop merges on): the
+    ones the taint calls varying that are not induction variables (closed
+    forms of the trip already) and have one value from outside the loop
+    and one along its back edges. A phi left out stays one symbol per
+    thread; the induction holds for any choice, this one is what the exits
+    need (a value the loop sums is not asked to be equal)."""
+    ivs = {iv.phi for iv in lp.ivs}
+    branch_conds = [b.terminator.args[0] for b in lp.blocks
+                    if b.terminator is not None and b.terminator.op is Opcode.BRANCH and b.terminator.args]  # fmt: skip
+    out = []
+    seen: set[Value] = set()
+    stack = [ex.cond for ex in lp.exits]
+    while stack:
+        v = stack.pop()
+        d = v.defn
+        if v in seen or d is None or d.block not in lp.blocks:
+            continue
+        seen.add(v)
+        if d.op is not Opcode.PHI:
+            stack.extend(d.args)
+            continue
+        if d.block is not lp.header:
+            stack.extend(list(d.args) + branch_conds)  # a join: its args and what decides between them
+            continue
+        if v in ivs or not info.is_varying(v):
+            stack.extend(a for p, a in zip(lp.header.preds, d.args) if p in lp.blocks)
+            continue
+        preds = list(zip(lp.header.preds, d.args))
+        outside = {a for p, a in preds if p not in lp.blocks}
+        inside = {a for p, a in preds if p in lp.blocks}
+        if len(outside) == 1 and len(inside) == 1:
+            out.append((v, next(iter(outside)), next(iter(inside))))
+            stack.extend(inside)
+    return out
 
 
 def _assume(enc: Encoder) -> None:
