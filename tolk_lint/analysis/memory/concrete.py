@@ -16,7 +16,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint import budget
-from tolk_lint.analysis.memory.evaluator import Unevaluable, addr_terms, sym_add
+from tolk_lint.analysis.memory.evaluator import FIXED, Unevaluable, addr_terms, sym_add
+from tolk_lint.analysis.memory.loops import geometric_values
 from tolk_lint.analysis.memory.phases import loose, vec_repr
 from tolk_lint.ir.nodes import type_bits
 
@@ -39,6 +40,7 @@ class ConcretePairs:
         # same access is evaluated against each partner and each group it is in
         # (sgemm's staging loads: 2,580 evaluations of 399 distinct ones)
         self._terms: dict[tuple, Any] = {}
+        self._values: dict | None = None  # `loops.geometric_values`, on first use
 
     def filter_partners(self, a: Access, va: Vec, partners: list, same_warp, same_thread):
         """Drop the partners no two threads of the launch can collide with at
@@ -54,6 +56,7 @@ class ConcretePairs:
             combos = self._combos(va, vb)
             verdict = "clear" if combos is not None else "keep"
             hit = None
+            unevaluable = False
             for ca, cb in combos or ():
                 if hit is not None and hit[2]:
                     break
@@ -61,6 +64,7 @@ class ConcretePairs:
                 tb = self.terms(b, cb)
                 if ta is None or tb is None or tb[3] != ta[3]:
                     verdict = "keep"
+                    unevaluable = ta is None or tb is None
                     break
                 if tb[0] != ta[0]:
                     # the two addresses differ by C * Q, Q >= 0 a trip quotient
@@ -75,6 +79,8 @@ class ConcretePairs:
                         and q0_trips(self.mf, cb) is not None  # fmt: skip
                     if hit is None or exact:
                         verdict, hit = "hit", (h[0], h[1], exact, ca, cb)
+            if unevaluable and self._clear_by_values(a, b, combos, same_warp, same_thread):
+                verdict = "clear"
             if verdict == "clear":
                 self.mf.concrete_cleared += 1
                 continue
@@ -118,6 +124,53 @@ class ConcretePairs:
 
             out.append((ctx(va, "a"), ctx(vb, "b")))
         return out
+
+    def _clear_by_values(self, a: Access, b: Access, combos, same_warp, same_thread) -> bool:
+        """Whether the pair is apart at every trip assignment ``combos`` for
+        every value of the uniform geometric counters it reads
+        (`loops.geometric_values`: ``t ^ j`` with ``j`` halving from a
+        doubling ``k``, bitonic sort's partner): each counter is fixed to
+        each of its values in turn, so that the address and the branches
+        are concrete per thread. A counter one value in both threads where
+        both sides see it at one trip (one context key, as the evaluator's
+        atoms are), two independent values where not. Only a clearance is
+        taken from it: a collision found at some value is left to the
+        solver as before (that value may be one the trip never holds)."""
+        if self._values is None:
+            mf = self.mf
+            self._values = {mf.canon(v): vals for v, vals in
+                            geometric_values(mf.cfg, mf.canon, mf.geo, mf.info.varying).items()}  # fmt: skip
+        if not self._values:
+            return False
+        for ca, cb in combos:
+            try:
+                keys_a = {v: self.mf.evaluator(ca).ctxkey(v) for v in self._values}
+                keys_b = {v: self.mf.evaluator(cb).ctxkey(v) for v in self._values}
+            except Unevaluable:
+                return False
+            slots = sorted({(v.id, k): v for side in (keys_a, keys_b) for v, k in side.items()}.items(),
+                           key=lambda x: (x[0][0], repr(x[0][1])))  # fmt: skip
+            space = itertools.product(*[self._values[v] for _key, v in slots])
+            n = 1
+            for _key, v in slots:
+                n *= len(self._values[v])
+            if n > 256:
+                return False
+            for vals in space:
+                got = dict(zip([key for key, _v in slots], vals))
+                fa = tuple((v, got[(v.id, keys_a[v])]) for v in self._values)
+                fb = tuple((v, got[(v.id, keys_b[v])]) for v in self._values)
+                xa, xb = ca + ((FIXED, fa),), cb + ((FIXED, fb),)
+                ta, tb = self.terms(a, xa), self.terms(b, xb)
+                if ta is None or tb is None or tb[3] != ta[3]:
+                    return False
+                if tb[0] != ta[0]:
+                    if self._residues_apart(a, ta, b, tb, same_warp, same_thread):
+                        continue
+                    return False
+                if self._collide(a, xa, ta, b, tb, same_warp, same_thread, xb) is not None:
+                    return False
+        return True
 
     def terms(self, acc: Access, ctx: tuple):
         """(sym, offsets per thread, active per thread, modulus, exact) or

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 O = Opcode
 
 
+# The key, in a trip context, of an entry ((phi, value), ...) that fixes
+# uniform counters to one value each (`ConcretePairs._clear_by_values`)
+FIXED = "fixed"
+
+
 class Unevaluable(Exception):
     """A value the evaluator cannot put in its form (``sym + c``)."""
 
@@ -86,6 +91,8 @@ class ThreadEval:
         self.cfg = mf.cfg
         self.info = info
         self.ctx = ctx
+        # the counters this context fixes to one value each (the same in every thread)
+        self.fixed: dict[Value, int] = dict(ctx.pop(FIXED, ()))
         bx, by, bz = block
         self.n = bx * by * bz
         self.block = block
@@ -222,6 +229,8 @@ class ThreadEval:
         if d.op in _STRUCT_OPS:
             return [self.mf.canon(a) for a in d.args]
         if d.op is O.PHI:
+            if v in self.fixed:
+                return []
             hit = self.iv.get(v)
             if hit is not None:
                 return [self.mf.canon(hit[1].start)]
@@ -282,6 +291,8 @@ class ThreadEval:
         if op is O.UNDEF:
             return self.atom(v)
         if op is O.PHI:
+            if v in self.fixed:
+                return (_EMPTY, self.fixed[v])
             hit = self.iv.get(v)
             if hit is not None:
                 lp, iv = hit

@@ -463,3 +463,138 @@ def trip_period(kernel: Kernel, cap: int = 48) -> int:
         if q <= cap:
             p = q
     return p
+
+
+MAX_VALUES = 64  # a counter with more values than this is not enumerated
+
+
+def geometric_values(cfg: CFG, canon: Canon, geo: dict, varying) -> dict:
+    """The uniform right-shifted geometric counters whose every value is
+    known (``j = k // 2; while j > 0: ...; j //= 2`` with ``k`` doubling up
+    to a constant): phi -> the sorted values it may hold, at most
+    `MAX_VALUES`. A superset: every value of ``start >> (bits * n)`` for
+    each value ``start`` may have, 0 included (the trip that leaves).
+
+    A start is read through constants, products and quotients by positive
+    constants, and a left-shifted counter ``k`` (``k *= 2``) where it is
+    used inside its loop past the loop's first test ``k <= C`` (``< C``):
+    the header tests every trip before the body runs, and the values grow
+    from a non-negative start, so the body sees the prefix of ``s << (bits
+    * n)`` up to ``C`` (no wrap: ``C < 2^30``). Only non-negative values
+    are taken, so that a floor, truncating or logical shift agree."""
+    out: dict = {}
+    for v in geo:
+        starts = _start_values(cfg, canon, geo, varying, v)
+        if starts is None:
+            continue
+        bits = geo[v][2]
+        vals = set()
+        for s in starts:
+            while s and len(vals) <= MAX_VALUES:
+                vals.add(s)
+                s >>= bits
+            vals.add(0)
+        if len(vals) <= MAX_VALUES:
+            out[v] = tuple(sorted(vals))
+    return out
+
+
+def _start_values(cfg: CFG, canon: Canon, geo: dict, varying, v: Value):
+    """The values a right-shifted uniform geometric counter ``v`` may start
+    from, all non-negative (None: not known)."""
+    start, way, bits, _kind = geo[v]
+    if way != "right" or v in varying or not 0 < bits < 32:
+        return None
+    d = start.defn
+    starts = _values(cfg, canon, geo, varying, start, d.block if d is not None else None, 0)
+    return None if starts is None or any(s < 0 for s in starts) else starts
+
+
+def never_left_at(cfg: CFG, canon: Canon, geo: dict, varying, lp: Loop, n: int) -> bool:
+    """Whether no thread leaves ``lp`` at its trip ``n``: its one exit is
+    the header's test of a right-shifted counter against a constant
+    (``while j > 0``), and every value the counter may hold at trip ``n``
+    (``start >> (bits * n)``, `geometric_values`' starts) passes it
+    (bitonic sort's ``j = k // 2 >= 1``: the inner loop always runs)."""
+    if len(lp.exits) != 1 or lp.exits[0].branch.block is not lp.header or not 0 <= n < 64:
+        return False
+    ex = lp.exits[0]
+    d = canon(ex.cond).defn
+    if d is None or d.op is not O.CMP or len(d.args) != 2:
+        return False
+    a, c = canon(d.args[0]), const_int(d.args[1])
+    cmp = d.attrs.get("cmp")
+    if a not in geo or a.defn is None or a.defn.block is not lp.header or c is None:
+        return False
+    starts = _start_values(cfg, canon, geo, varying, a)
+    test = {"gt": lambda x: x > c, "ge": lambda x: x >= c, "ne": lambda x: x != c, "lt": lambda x: x < c,
+            "le": lambda x: x <= c, "eq": lambda x: x == c}.get(cmp)  # fmt: skip
+    if starts is None or test is None:
+        return False
+    bits = geo[a][2]
+    return all(test(s >> (bits * n)) != ex.exits_when for s in starts)
+
+
+def _values(cfg: CFG, canon: Canon, geo: dict, varying, v: Value, at: Block | None, depth: int):
+    """The set of values ``v`` may hold where block ``at`` uses it (None: not known)."""
+    v = canon(v)
+    c = const_int(v)
+    if c is not None:
+        return {c}
+    d = v.defn
+    if d is None or depth > 8 or v in varying or is_float(v.type):
+        return None
+    if d.op is O.PHI and v in geo:
+        start, way, bits, _kind = geo[v]
+        lp = next((x for x in cfg.loops if x.header is d.block), None)
+        if way != "left" or lp is None or at is None or at is lp.header or at not in lp.blocks:
+            return None
+        bound = _header_bound(lp, v, canon)
+        starts = _values(cfg, canon, geo, varying, start, d.block, depth + 1)
+        if bound is None or starts is None or any(s < 0 for s in starts):
+            return None
+        vals = set()
+        for s in starts:
+            while s <= bound and len(vals) <= MAX_VALUES:
+                vals.add(s)
+                if s == 0:
+                    break
+                s <<= bits
+        return vals if len(vals) <= MAX_VALUES else None
+    if d.op in (O.MUL, O.DIV, O.SHL, O.SHR) and len(d.args) == 2 and not d.attrs.get("hi"):
+        k = const_int(d.args[1])
+        xs = _values(cfg, canon, geo, varying, d.args[0], d.block, depth + 1)
+        if k is None or xs is None or any(x < 0 for x in xs):
+            return None
+        if d.op is O.MUL and k >= 0:
+            return {x * k for x in xs} if max(xs, default=0) * k < 1 << 30 else None
+        if d.op is O.DIV and k > 0:
+            return {x // k for x in xs}
+        if d.op is O.SHR and 0 <= k < 64:
+            return {x >> k for x in xs}
+        if d.op is O.SHL and 0 <= k < 30:
+            return {x << k for x in xs} if max(xs, default=0) << k < 1 << 30 else None
+    return None
+
+
+def _header_bound(lp: Loop, v: Value, canon: Canon) -> int | None:
+    """``C`` (inclusive) when ``lp``'s header leaves unless ``v <= C`` (``v < C + 1``), 0 <= C < 2^30."""
+    for ex in lp.exits:
+        if ex.branch.block is not lp.header:
+            continue
+        d = canon(ex.cond).defn
+        if d is None or d.op is not O.CMP or len(d.args) != 2:
+            continue
+        a, b = (canon(x) for x in d.args)
+        cmp = d.attrs.get("cmp")
+        if a is not v:
+            a, b = b, a
+            cmp = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(cmp)
+        c = const_int(b)
+        if a is not v or c is None or not 0 <= c < 1 << 30:
+            continue
+        if (cmp == "le" and not ex.exits_when) or (cmp == "gt" and ex.exits_when):
+            return c
+        if (cmp == "lt" and not ex.exits_when) or (cmp == "ge" and ex.exits_when):
+            return c - 1
+    return None

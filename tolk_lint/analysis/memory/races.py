@@ -42,11 +42,11 @@ from tolk_lint.analysis.memory.concrete import ConcretePairs
 from tolk_lint.analysis.memory.copies import compose, copy_walk
 from tolk_lint.analysis.memory.core import STATS
 from tolk_lint.analysis.memory.dead_edges import DeadEdges
-from tolk_lint.analysis.memory.loops import inside_successor
+from tolk_lint.analysis.memory.loops import inside_successor, never_left_at
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
 from tolk_lint.analysis.memory.query import model_value
 from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
-from tolk_lint.analysis.memory.ranks import residue_private, thread_private
+from tolk_lint.analysis.memory.ranks import decode_private, residue_private, thread_private
 from tolk_lint.analysis.memory.warp_masks import lane_pair_constraint
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class RaceSearch:
         self._starts: dict[tuple, set] = {}  # TL201 pair -> the phase starts it was found in (`_phase_terms`)
         self._level: str | None = None  # the level whose TL201 pairs are being solved
         self._lane_rows: list[int] | None = None  # the lane classes of the warp sync whose pairs are solved
+        self._never_left: dict[tuple, bool] = {}  # (loop, trip) -> `loops.never_left_at`
 
     def run(self) -> list[Race]:
         """TL201's races, then TL204's hazards."""
@@ -169,7 +170,11 @@ class RaceSearch:
         """Two paths of one phase that a uniform loop exit splits: one thread
         is still in the loop at a trip where the other already left it (in
         the same trip of the enclosing loop). Every thread leaves a loop
-        whose exit is uniform at the same trip."""
+        whose exit is uniform at the same trip. Or one path that leaves a
+        loop at a trip where no thread can (`loops.never_left_at`: bitonic
+        sort's inner loop, ``j = k // 2 >= 1``, skipped by no thread)."""
+        if any(self._cannot_leave(lp, n) for lp, k, n in va + vb if k in ("habs", "xabs")):
+            return True
         for x, vx, y, vy in ((a, va, b, vb), (b, vb, a, va)):
             dx = {lp: (k, n) for lp, k, n in vx}
             for lp, k, n in vy:
@@ -185,6 +190,13 @@ class RaceSearch:
                 if mine[1] > n or (mine[1] == n and self._past_exit_test(x, lp)):
                     return True
         return False
+
+    def _cannot_leave(self, lp, n: int) -> bool:
+        got = self._never_left.get((lp, n))
+        if got is None:
+            mf = self.mf
+            got = self._never_left[(lp, n)] = never_left_at(mf.cfg, mf.canon, mf.geo, mf.info.varying, lp, n)
+        return got
 
     def _past_exit_test(self, acc: Access, lp: Loop) -> bool:
         """Whether ``acc`` lies past the one exit test of ``lp`` (its in-loop target dominates it)."""
@@ -290,12 +302,14 @@ class RaceSearch:
         if self.mf.k.launch.block is not None:  # no launch contract to hand the covered instances to
             partners = [(b, vb, af) for b, vb, af in partners
                         if self._covering(code, a, b, self._direction(a, va, b, vb, af)) is None]  # fmt: skip
-        if not same_thread:  # two threads whose addresses are a multiple of their ranks apart (`ranks`)
+        if not same_thread:  # two threads whose addresses are a multiple of their ranks apart, or
+            # whose indices decode two different counters (`ranks`)
             n = len(partners)
             mf = self.mf
             n_max, flat = mf.k.launch.threads or 1024, mf.tid_dims <= {"x"}
             partners = [(b, vb, af) for b, vb, af in partners if not thread_private(mf.ranks, a, b)
-                        and not residue_private(mf.residues, a, b, n_max, flat)]  # fmt: skip
+                        and not residue_private(mf.residues, a, b, n_max, flat)
+                        and not decode_private(mf.ranks, a, b)]  # fmt: skip
             self.mf.concrete_cleared += n - len(partners)
         if not partners:
             return []

@@ -489,3 +489,160 @@ def _is_rank(reader: RankReader, v) -> bool:
 def _compares_rank(reader: RankReader, a, b) -> bool:
     pa, pb = reader.address_poly(a), reader.address_poly(b)
     return pa is not None and pb is not None and _scale_of_rank(_thread_part(_add(pa, pb, -1))[0]) is not None
+
+
+def decode_private(reader: RankReader, a: Access, b: Access) -> bool:
+    """Whether two different threads' Python accesses ``a`` and ``b`` never
+    overlap because both index a 2-D array as ``s[x // d, x % d]`` -- the
+    flat counter decoded into a row and a column, the commonest way a block
+    stages a runtime-shaped tile (``for x in range(t, k * d, blockDim.x)``)
+    -- with one ``x`` that differs between the two threads.
+
+    What the proof relies on, each checked here or taken from the race
+    query's own terms:
+
+    - ``x`` differs between the threads and is never negative
+      (`_distinct_counter`): a block-stride counter ``u + rank + S * trip``
+      (``u >= 0`` a constant, ``S`` the block's thread count, any bound:
+      ``rank0 - rank1 + S * (k0 - k1)`` is never 0 as ``|rank0 - rank1| <
+      S``; the counter taken not to wrap, as `Query.counted` takes every
+      induction variable), or ``u + c * rank`` with ``0 < c <= MAX_SCALE``.
+    - ``d`` is the same positive value in both threads (`_positive_divisor`):
+      a positive constant, or an extent of a kernel argument (which the
+      solver, too, takes in [0, 2^31)) that is not 0 where the access runs:
+      the access lies in the counter's loop after its test ``x < B`` (signed
+      or not), ``B`` a product with ``d`` as a factor, so ``d == 0`` would
+      make ``B == 0`` and no ``x >= 0`` passes. (Numba gives 0 for both
+      ``x // 0`` and ``x % 0``: every thread would meet at ``s[0, 0]``.)
+    - Python's floor ``//`` and ``%`` with ``d > 0``: ``q = x // d >= 0``,
+      ``0 <= r = x % d < d`` and ``x = q * d + r`` exactly, so two threads'
+      ``(q, r)`` differ.
+    - the race query takes every Python index inside its dimension
+      (`Query.in_bounds`, ``-dim <= i < dim``: an access that leaves the
+      array is TL202's finding, not a race on it). With ``q, r >= 0`` no
+      index wraps, ``q < rows`` and ``r < cols``, so the element ``q * cols
+      + r`` is one-to-one in ``(q, r)``: without that bound ``r >= cols``
+      would reach into the next row (``d = cols + 1``: ``(0, cols)`` and
+      ``(1, 0)`` are one element).
+    - each access at most one element wide, both of one array and element."""
+    buf = a.buffer
+    if a.fragment is not None or b.fragment is not None or buf is None or b.buffer is not buf:
+        return False
+    if a.root != b.root:
+        return False
+    k = reader.mf.k
+    if k.language != "python" or buf.dynamic or len(buf.shape) != 2 or not all(buf.shape):
+        return False
+    if a.elem != b.elem or max(a.width, b.width) > a.elem:
+        return False
+    da, db = _decoded(reader, a.index), _decoded(reader, b.index)
+    if da is None or db is None or da[0] is not db[0] or not _same_divisor(da[1], db[1]):
+        return False
+    x, d = da
+    return _distinct_counter(reader, x) and _positive_divisor(reader, x, d, a) and \
+        _positive_divisor(reader, x, db[1], b)  # fmt: skip
+
+
+def _same_divisor(d, e) -> bool:
+    """One value, or two constants of one value (each ``2`` is its own CONST)."""
+    if d is e:
+        return True
+    cd, ce = (v.defn.attrs.get("value") if v.defn is not None and v.defn.op is O.CONST else None
+              for v in (d, e))  # fmt: skip
+    return cd is not None and type(cd) is type(ce) and cd == ce
+
+
+def _canon(reader: RankReader, v):
+    return reader.mf.canon.map.get(v, v)
+
+
+def _decoded(reader: RankReader, index) -> tuple | None:
+    """``(x, d)`` when ``index`` is ``(x // d, x % d)``, integer floor
+    division and modulo of one ``x`` by one ``d``."""
+    if index is None or len(index) != 2:
+        return None
+    q, r = (_canon(reader, v) for v in index)
+    dq, dr = q.defn, r.defn
+    if dq is None or dr is None or dq.op is not O.DIV or dr.op is not O.REM or len(dq.args) != 2 \
+            or len(dr.args) != 2 or not (dq.attrs.get("floor") and dr.attrs.get("floor")):  # fmt: skip
+        return None
+    x, d = (_canon(reader, v) for v in dq.args)
+    if _canon(reader, dr.args[0]) is not x or not _same_divisor(_canon(reader, dr.args[1]), d):
+        return None
+    if any(is_float(v.type) or (type_bits(v.type) or 0) < MIN_BITS for v in (q, r, x, d)):
+        return None
+    return x, d
+
+
+def _distinct_counter(reader: RankReader, x) -> bool:
+    """Whether ``x`` is never negative and differs between any two threads
+    of a block (see `decode_private`)."""
+    flat = reader.mf.tid_dims <= {"x"}
+    d = x.defn
+    if d is not None and d.op is O.PHI:
+        cfg = reader.mf.cfg
+        lp = next((lp for lp in cfg.loops if lp.header is d.block), None)
+        iv = next((iv for iv in lp.ivs if _canon(reader, iv.phi) is x), None) if lp is not None else None
+        if iv is None or iv.step is not None or iv.step_value is None or iv.negated:
+            return False
+        start, step = reader.address_poly(iv.start), reader.address_poly(iv.step_value)
+        if start is None or step is None:
+            return False
+        t, u = _thread_part(start)
+        u0 = _const(u)
+        return u0 is not None and u0 >= 0 and any(
+            t == rank and step == {tuple(sorted(size)): 1}
+            for rank, size, needs_flat in _BLOCK_SIZES if flat or not needs_flat)  # fmt: skip
+    p = reader.address_poly(x)
+    if p is None:
+        return False
+    t, u = _thread_part(p)
+    u0 = _const(u)
+    c = _scale_of_rank(t)
+    if c is None and flat and len(t) == 1:
+        c = t.get(("tid.x",))
+    return u0 is not None and u0 >= 0 and c is not None and 0 < c <= MAX_SCALE
+
+
+def _positive_divisor(reader: RankReader, x, d, acc: Access) -> bool:
+    """Whether ``d`` is the same positive value in both threads wherever
+    ``acc`` runs (see `decode_private`)."""
+    dd = d.defn
+    if dd is not None and dd.op is O.CONST:
+        val = dd.attrs.get("value")
+        return isinstance(val, int) and not isinstance(val, bool) and 0 < val < 1 << 31
+    k = reader.mf.k
+    if dd is None or dd.op is not O.PARAM or not k.is_entry or ".shape[" not in str(dd.attrs.get("name", "")):
+        return False
+    xd, cfg = x.defn, reader.mf.cfg
+    if xd is None or xd.op is not O.PHI:
+        return False
+    lp = next((lp for lp in cfg.loops if lp.header is xd.block), None)
+    blk = acc.instr.block
+    if lp is None or blk is lp.header or blk not in lp.blocks:
+        return False
+    for ex in lp.exits:
+        if ex.iv is None or _canon(reader, ex.iv.phi) is not x or ex.uses_next:
+            continue
+        if ex.branch.block is not lp.header:
+            continue
+        below = (ex.cmp in ("lt", "lo") and not ex.exits_when) or (ex.cmp in ("ge", "hs") and ex.exits_when)
+        if below and ex.bound is not None and _multiple_of(reader, ex.bound, d):
+            return True
+    return False
+
+
+def _multiple_of(reader: RankReader, v, d, depth: int = 0) -> bool:
+    """Whether ``v`` is 0 whenever ``d`` is: ``d`` itself, or a product
+    (full-width or wide) or integer conversion of such a value."""
+    v = _canon(reader, v)
+    if v is d:
+        return True
+    dv = v.defn
+    if dv is None or depth > 8 or is_float(v.type):
+        return False
+    if dv.op is O.MUL and not dv.attrs.get("hi"):
+        return any(_multiple_of(reader, w, d, depth + 1) for w in dv.args)
+    if dv.op is O.CVT and dv.args and not is_float(dv.args[0].type):
+        return _multiple_of(reader, dv.args[0], d, depth + 1)
+    return False
