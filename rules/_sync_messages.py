@@ -126,6 +126,15 @@ def solver_note(p: Placement) -> str:
     return ""
 
 
+def launch_note(p: Placement, kernel) -> str:
+    """The flat block a warp-level verdict assumes when no launch gives the
+    shape and the kernel reads only tid.x (`smt.Encoder.flat_assumed`):
+    which lanes share a warp depends on it."""
+    if p.level == "workgroup" or kernel.launch.block is not None or not kernel.tid_dims() <= {"x"}:
+        return ""
+    return f" (assuming {kernel.launch.assumed(kernel.tid_dims())}; pass --block to give the exact shape)"
+
+
 def diagnostic(rule: Rule, ctx: RuleContext, p: Placement, message: str) -> Diagnostic:
     span, origin, related = report_span(p.op, ctx, p.level)
     related += chain(p.reasons)
@@ -133,6 +142,6 @@ def diagnostic(rule: Rule, ctx: RuleContext, p: Placement, message: str) -> Diag
     data = {"level": p.level}
     if p.proof is not None:
         data["solver"] = p.proof.verdict
-    d = rule.diagnostic(span, message + solver_note(p), kernel=ctx.kernel, related=related, witness=witness,
+    d = rule.diagnostic(span, message + solver_note(p) + launch_note(p, ctx.kernel), kernel=ctx.kernel, related=related, witness=witness,
                         data=data, origin=origin)  # fmt: skip
     return d

@@ -282,6 +282,25 @@ class LaunchBounds:
             return min(self.max_threads or self.contract.threads, self.contract.threads)
         return self.max_threads
 
+    def assumed(self, tid_dims, rank_only=frozenset()) -> str:
+        """The launch shape a finding assumes, in words ("" when ``block``
+        gives it), for a kernel that reads the ``tid`` dimensions
+        ``tid_dims`` (`Kernel.tid_dims`; ``rank_only``: those it reads only
+        for its linear thread rank, taken as flat too)."""
+        if self.block is not None:
+            return ""
+        if self.contract is not None:  # `kernel.forall`, or the contract TL205 inferred
+            return f"{self.contract.describe()}, {self.source}" if self.source else self.contract.describe()
+        if self.reqntid:
+            return f"a block of {'x'.join(str(x) for x in self.reqntid)} threads (.reqntid)"
+        flat = "" if ("y" in tid_dims or "z" in tid_dims) else ", one-dimensional as the kernel reads only tid.x"
+        if flat and rank_only:
+            flat = ", one-dimensional as the kernel reads tid.y and tid.z only for its linear thread rank"
+        if self.max_threads:
+            src = ".maxntid" if self.maxntid else (self.source or "the configured bounds")
+            return f"a block of at most {self.max_threads} threads ({src}{flat})"
+        return f"any block of at most 1024 threads (no launch shape given{flat})"
+
 
 @dataclass(eq=False)
 class Kernel:
@@ -317,6 +336,15 @@ class Kernel:
         if key not in self._cache:
             self._cache[key] = compute(self)
         return self._cache[key]
+
+    def tid_dims(self) -> frozenset[str]:
+        """The block dimensions whose ``tid``/``ntid`` the kernel reads
+        (cached). The project's convention: a kernel that reads only ``x``
+        is launched with flat blocks (`MemoryCore.tid_dims`, the warp-level
+        questions of `smt.Encoder`), and its messages say so."""
+        return self.cached("tid_dims", lambda k: frozenset(
+            i.attrs.get("name", "").partition(".")[2] for i in k.instrs()
+            if i.op is Opcode.SPECIAL and i.attrs.get("name", "").startswith(("tid.", "ntid."))))  # fmt: skip
 
     def param(self, name: str) -> Param | None:
         for p in self.params:

@@ -74,8 +74,7 @@ class MemoryCore:
         self.rings = ring_counters(kernel, self.canon)  # rotating slots: (start + k) mod S
         self.invariants = LoopInvariants(self)  # facts of the loops' header values, proved on first use
         self._const_trips: dict[Loop, int | None] = {}
-        self.tid_dims = {i.attrs.get("name", "").partition(".")[2] for i in kernel.instrs()
-                         if i.op is O.SPECIAL and i.attrs.get("name", "").startswith(("tid.", "ntid."))}  # fmt: skip
+        self.tid_dims = set(kernel.tid_dims())
         self.period = trip_period(kernel)
         self.concrete_cleared = 0  # pairs and accesses the concrete pass cleared without the solver
         self._info = None
@@ -232,20 +231,7 @@ class MemoryCore:
 
     def assumed_launch(self) -> str:
         """The launch shape a finding assumes, in words ("" when the launch gives it)."""
-        lb = self.k.launch
-        if lb.block is not None:
-            return ""
-        if lb.contract is not None:  # `kernel.forall`, or the contract TL205 inferred
-            return f"{lb.contract.describe()}, {lb.source}" if lb.source else lb.contract.describe()
-        if lb.reqntid:
-            return f"a block of {'x'.join(str(x) for x in lb.reqntid)} threads (.reqntid)"
-        flat = "" if ("y" in self.tid_dims or "z" in self.tid_dims) else ", one-dimensional as the kernel reads only tid.x"
-        if flat and self.rank_only:
-            flat = ", one-dimensional as the kernel reads tid.y and tid.z only for its linear thread rank"
-        if lb.max_threads:
-            src = ".maxntid" if lb.maxntid else (lb.source or "the configured bounds")
-            return f"a block of at most {lb.max_threads} threads ({src}{flat})"
-        return f"any block of at most 1024 threads (no launch shape given{flat})"
+        return self.k.launch.assumed(self.tid_dims, self.rank_only)
 
 
 _PINNED = ("ntid.", "tid.", "nctaid.", "ctaid.")

@@ -102,10 +102,17 @@ class Encoder:
         z3 = self.z3
         k = self.k
         block = k.launch.block
+        # Which lanes share a warp depends on the block's shape (`linear`):
+        # a warp-level question about a kernel that reads only tid.x takes
+        # its block as flat, the convention the memory questions follow
+        # (`MemoryCore.tid_dims`); TL103 says so in its launch note
+        self.flat_assumed = block is None and self.level in ("warp", "warpgroup") and k.tid_dims() <= {"x"}
         if block is not None:
             self.ntid = [z3.BitVecVal(block[d], 32) for d in range(3)]
         else:
             self.ntid = [z3.BitVec(f"ntid.{d}", 32) for d in "xyz"]
+            if self.flat_assumed:
+                self.ntid[1] = self.ntid[2] = z3.BitVecVal(1, 32)
         self.nctaid = [z3.BitVec(f"nctaid.{d}", 32) for d in "xyz"]
         self.ctaid = [z3.BitVec(f"ctaid.{d}", 32) for d in "xyz"]
         self.tid = [[z3.BitVec(f"tid.{d}@t{t}", 32) for d in "xyz"] for t in (0, 1)]
@@ -154,7 +161,7 @@ class Encoder:
         x, y, z = self.tid[t]
         nx, ny, _ = self.ntid
         block = self.k.launch.block
-        if block is not None and block[1] == 1 and block[2] == 1:
+        if self.flat_assumed or (block is not None and block[1] == 1 and block[2] == 1):
             return x
         return x + nx * (y + ny * z)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
 from tolk_lint.frontends.python.discover import discover
+from tolk_lint.frontends.python.index_arrays import index_params
 from tolk_lint.frontends.python.scope import (
     BUILTIN_NAMES,
     Binding,
@@ -124,6 +125,7 @@ class Finder:
             seeds.update(changed)
         for fi in self.funcs:
             _prescan(fi)
+            fi.index_params = index_params(fi)
         self._propagate()
 
     # -- the walk ---------------------------------------------------------------------
@@ -305,6 +307,10 @@ class Finder:
                                 changed = True
                         if cparam in callee.written_params and pname not in fi.written_params:
                             fi.written_params.add(pname)
+                            changed = True
+                        # the argument of a parameter the callee indexes by: an integer array too
+                        if cparam in callee.index_params and pname not in fi.index_params:
+                            fi.index_params.add(pname)
                             changed = True
             if not changed:
                 break

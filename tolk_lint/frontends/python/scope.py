@@ -143,6 +143,7 @@ class FuncInfo:
     defaults: dict[str, ast.expr] = field(default_factory=dict)
     array_params: dict[str, int] = field(default_factory=dict)  # name -> ndim guess
     written_params: set[str] = field(default_factory=set)
+    index_params: set[str] = field(default_factory=set)  # integer arrays: `index_arrays.index_params`
     locals: set[str] = field(default_factory=set)
     multi: set[str] = field(default_factory=set)  # names assigned more than once, or in a loop
     calls: list[tuple[ast.Call, list[tuple[int | str, str]]]] = field(default_factory=list)

@@ -116,7 +116,9 @@ class KernelLowering:
                 attrs["varying"] = True
             if name in fi.array_params or (sig is not None and sig[1] > 0):
                 ndim = max(fi.array_params.get(name, 1), sig[1] if sig else 0, 1)
-                dtype = (sig[0] if sig else None) or "f32"
+                # a signature's dtype wins; unknown, an array whose elements index
+                # something holds integers (`index_arrays`), anything else is taken as f32
+                dtype = (sig[0] if sig else None) or ("s64" if name in fi.index_params else "f32")
                 p = Param(
                     name, dtype, "pointer", space="global", written=name in fi.written_params, ndim=ndim
                 )
