@@ -379,13 +379,14 @@ class RaceSearch:
             out.append(r)
             self._note_found(r)
 
+        def direction(it) -> bool | None:
+            return self._direction(a, va, it[0], it[1], after_of.get((id(it[0]), vec_repr(it[1])), False))
+
         def skip(it) -> bool:
-            return self._known(code, a, it[0], self._direction(a, va, it[0], it[1],
-                                                                 after_of.get((id(it[0]), vec_repr(it[1])), False)))
+            return self._known(code, a, it[0], direction(it))
 
         def covered(it) -> bool:
-            r = self._covering(code, a, it[0], self._direction(a, va, it[0], it[1],
-                                                               after_of.get((id(it[0]), vec_repr(it[1])), False)))
+            r = self._covering(code, a, it[0], direction(it))
             if r is None:
                 return False
             if self.mf.k.launch.block is None:  # the launch contract (TL205) must rule this instance out too
