@@ -15,7 +15,11 @@ under the launch shape, the loop trips and the conditions under which each
 access runs; the diagnostic points at the access that comes later in program
 order (the read of a write-then-read race), names the other one, and prints
 the two threads, the address and the inputs of the witness. Atomics do not
-race with atomics. Races on `cp.async` destinations are TL204's.
+race with atomics. Races on `cp.async` destinations are TL204's. A pair
+whose two addresses are both computed from per-thread values read back from
+shared memory (a prefix sum's slots, CUB's radix ranks) is a warning: the
+solver takes those values as any values, and the algorithm that keeps them
+apart is not followed.
 
 ## Why is this bad?
 Threads of a block run in no guaranteed order. A thread that reads a word
@@ -66,9 +70,10 @@ accesses is decided.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
-
 
 MORE_NOTES = 6  # notes naming the other accesses a line races with, beyond the first
 
@@ -167,7 +172,15 @@ class SharedRace(Rule):
     ]
 
     def check(self, ctx: RuleContext):
-        from tolk_lint.analysis.memory import access_at, access_text, pretty_buffer, races_by_line, solver_note, verb
+        from tolk_lint.analysis.memory import (
+            access_at,
+            access_text,
+            pretty_buffer,
+            races_by_line,
+            solver_note,
+            verb,
+        )
+        from tolk_lint.analysis.memory.phrases import shared_data_note
 
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
@@ -209,4 +222,11 @@ class SharedRace(Rule):
                 related.append(Related(f"and with {len(more) - MORE_NOTES} more accesses of {buf}"))
             data = {"kind": r.kind, "buffer": pretty_buffer(later.root or other.root), "solver": r.solver,
                     "other_line": other.line, "same_value": r.same_value}  # fmt: skip
-            yield self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
+            # both addresses computed from per-thread values read from shared memory
+            # (ranks, offsets): the witness picks those values freely, so it is a warning
+            load = facts.shared_data_of(later, varying=True)
+            if load is not None and facts.shared_data_of(other, varying=True) is not None:
+                msg += shared_data_note(load, both=True)
+                data["shared_data"] = True
+            d = self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
+            yield dataclasses.replace(d, severity=Severity.WARNING) if data.get("shared_data") else d

@@ -17,7 +17,10 @@ assumes any block allowed by `.maxntid` (or of at most 1024 threads) and
 says what it assumed; an access that is in bounds only for some blocks then
 gives the kernel a launch contract (TL205) instead, when a natural one
 exists. One finding per source line: the copies nvcc unrolls from one line
-are reported (and searched) once, at the first.
+are reported (and searched) once, at the first. An index computed from a
+value read back from shared memory (a slot a prefix sum computed, a count)
+is a warning: the solver takes that value as any value, and the algorithm
+that keeps it in range is not followed.
 
 ## Why is this bad?
 Shared memory is not bounds-checked: a store past the end of one array
@@ -62,6 +65,8 @@ docs/launch-shapes.md for what is assumed without a launch shape.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from tolk_lint.diagnostics import Related, Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
@@ -148,6 +153,7 @@ class SharedOutOfBounds(Rule):
 
     def check(self, ctx: RuleContext):
         from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
+        from tolk_lint.analysis.memory.phrases import shared_data_note
         from tolk_lint.launch.choose import shared_declaration
 
         facts = ctx.memory()
@@ -183,4 +189,9 @@ class SharedOutOfBounds(Rule):
             data = {"buffer": name, "space": acc.space, "solver": f.solver}
             if f.assumed:
                 data["assumed"] = f.assumed
-            yield self.diagnostic(ins, msg, kernel=ctx.kernel, related=related, witness=f.witness, data=data)
+            load = facts.shared_data_of(acc)  # an index read from shared memory: taken as any value
+            if load is not None:
+                msg += shared_data_note(load, both=False)
+                data["shared_data"] = True
+            d = self.diagnostic(ins, msg, kernel=ctx.kernel, related=related, witness=f.witness, data=data)
+            yield dataclasses.replace(d, severity=Severity.WARNING) if load is not None else d

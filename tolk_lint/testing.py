@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolk_lint.config import Settings, resolve_settings
+from tolk_lint.launch.mangled import read_entry
 
 if TYPE_CHECKING:
     from tolk_lint.diagnostics import Diagnostic
@@ -449,7 +450,9 @@ class FixtureResult:
 
 def _clean_kernel_of(p: Placed, clean: list[CleanKernel], all_starts: list[int]) -> CleanKernel | None:
     for c in clean:
-        if c.name and p.kernel and (p.kernel == c.name or (p.kernel.startswith("_Z") and c.name in p.kernel)):
+        # a mangled entry names its kernel exactly: `_Z13load_tile_bigPKfPfi` is not `load_tile`
+        mangled = p.kernel is not None and p.kernel.startswith("_Z")
+        if c.name and p.kernel and (p.kernel == c.name or (mangled and read_entry(p.kernel).name == c.name)):
             return c
     if p.kernel is None and p.line is not None:
         # no kernel named: the clean kernel whose first line is the nearest before it

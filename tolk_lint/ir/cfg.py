@@ -343,13 +343,25 @@ class CFG:
         return None
 
     def invariant(self, v: Value, lp: Loop) -> bool:
-        """Whether ``v`` is defined outside ``lp`` (so the same at every trip)."""
+        """Whether ``v`` is defined outside ``lp``, or is a constant, a
+        parameter or a special register fixed for the launch (the Numba
+        front end reads ``cuda.blockDim.x`` where it is written: ``i +=
+        cuda.blockDim.x`` in a ``while`` body), so the same at every trip."""
         d = v.defn
         if d is None or d.block is None:
             return True
         if d.block not in lp.blocks:
             return True
-        return d.op is Opcode.CONST
+        if d.op is Opcode.SPECIAL:
+            return str(d.attrs.get("name", "")).startswith(_FIXED_SPECIALS)
+        return d.op in (Opcode.CONST, Opcode.PARAM)
+
+
+# special registers that keep their value for the whole launch (not %clock, %globaltimer,
+# %warpid or %smid, which may change while a thread runs)
+_FIXED_SPECIALS = ("tid", "ntid", "ctaid", "nctaid", "laneid", "warpsize", "lanemask", "envreg", "gridid",
+                   "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank",
+                   "cluster_nctarank", "is_explicit_cluster", "dynamic_smem_size", "total_smem_size")  # fmt: skip
 
 
 def cfg_of(kernel: Kernel) -> CFG:

@@ -232,6 +232,7 @@ class Param:
     volatile: bool = False
     written: bool | None = None  # does the kernel store through it (None: unknown)
     ndim: int = 0  # Python arrays: number of dimensions
+    label: str | None = None  # the name its source gives it (the CUDA C parameter a PTX one compiles from)
 
 
 # What one CUDA block may hold: at most 1024 threads, 1024 along x and y, 64 along z.
@@ -271,6 +272,7 @@ class LaunchBounds:
     maxnreg: int | None = None
     source: str = ""  # where ``block`` came from, for messages
     contract: Any = None
+    arguments: dict = field(default_factory=dict)  # parameter name -> what the launch fixes of it
     found: tuple = ()
     shapes: tuple = ()
 

@@ -118,6 +118,23 @@ def split_args(toks: list[Token]) -> list[list[Token]]:
     return out if out != [[]] else []
 
 
+def statement_end(toks: list[Token], j: int) -> int:
+    """The ``;`` ending the statement at token ``j``, or the bracket closing
+    the one it is in (or len(toks))."""
+    depth = 0
+    for k in range(j, len(toks)):
+        t = toks[k].text
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            if depth == 0:
+                return k
+            depth -= 1
+        elif t == ";" and depth == 0:
+            return k
+    return len(toks)
+
+
 def matching(toks: list[Token], i: int) -> int:
     """The index of the bracket closing the one at ``i`` (or len(toks))."""
     opening = toks[i].text

@@ -11,7 +11,8 @@ first kind of source that gives any shape:
 - PTX: ``.reqntid``; the host launches in the CUDA source the ``.file``
   table names (or, without one, the ``.cu`` beside the ``.ptx``); a
   ``tolk: launch`` comment above the kernel in that source or above the
-  ``.entry``; Triton's ``.maxntid``.
+  ``.entry``; Triton's ``.maxntid``; a CUB or Thrust kernel's ``.maxntid``
+  (`library`).
 
 A shape that no launch can have (more than 1024 threads) is never chosen.
 Nothing found leaves the kernel without a shape: the analyses then assume
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from tolk_lint.ir.nodes import Kernel, Module, Origin
 from tolk_lint.launch.comments import comment_above, comment_shape
+from tolk_lint.launch.library import library_shape
 from tolk_lint.launch.mangled import read_entry
 from tolk_lint.launch.shapes import PRECEDENCE, LaunchShape, valid_block
 from tolk_lint.launch.triton import reqntid_words, triton_shape
@@ -97,7 +99,9 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
                                line=k.span.line if k.span else None))  # fmt: skip
     entry = read_entry(k.name)
     for src in sources:
-        out += src.shapes_for(entry)
+        for p, (name, _type) in zip(k.params, src.kernel_params(entry, len(k.params))):
+            p.label = p.label or name or None  # witnesses say `n = 512`, not `_Z4scanPfS_i_param_2 = 512`
+        out += src.shapes_for(entry, len(k.params))
         c = src.comment_for(entry)
         if c is not None:
             out.append(c)
@@ -111,6 +115,9 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
     t = triton_shape(module, k)
     if t is not None:
         out.append(t)
+    lib = library_shape(module, k)
+    if lib is not None:
+        out.append(lib)
     return out
 
 
@@ -168,6 +175,9 @@ def use(k: Kernel, shape: LaunchShape | None) -> None:
     k.launch.block = shape.block if shape is not None else None
     k.launch.contract = shape.contract if shape is not None else None
     k.launch.source = shape.source if shape is not None else ""
+    # parameter name -> what the launch's arguments fix of it (`arguments.ArgFact`), for the solver
+    facts = shape.arguments if shape is not None else ()
+    k.launch.arguments = {k.params[f.index].name: f for f in facts if f.index < len(k.params)}
 
 
 # What a kernel's analyses cache that the block shape does not change.

@@ -31,7 +31,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args
+from tolk_lint.launch.arguments import IntType, declared_params, hull, launch_facts
+from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
 from tolk_lint.launch.shapes import UNREAD, LaunchShape, valid_block
@@ -51,6 +52,7 @@ class KernelDef:
     template_params: tuple[str, ...]
     line: int  # where its declaration starts (its `template` line, if any)
     name_line: int = 0  # the line of its name
+    params: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types (`arguments.declared_params`)
 
     @property
     def name(self) -> str:
@@ -67,6 +69,7 @@ class Function:
     params: frozenset[str]
     name: str = ""
     template_params: tuple[str, ...] = ()
+    param_list: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types, in order
 
 
 @dataclass
@@ -78,6 +81,7 @@ class Launch:
     line: int
     func: Function | None
     text: str = ""  # the launch as written, shortened
+    args: list[list[Token]] | None = None  # the kernel's arguments (None: not read)
 
 
 @dataclass
@@ -96,9 +100,13 @@ class CudaSource:
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
-    def shapes_for(self, entry: Entry) -> list[LaunchShape]:
-        """The host launches of the kernel ``entry`` names, one per distinct block."""
+    def shapes_for(self, entry: Entry, n_params: int | None = None) -> list[LaunchShape]:
+        """The host launches of the kernel ``entry`` names, one per distinct
+        block, each with what its launches' arguments fix (`arguments`; for
+        an entry of ``n_params`` parameters)."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
+        facts: dict[tuple[int, int, int], list] = {}
+        params = self.kernel_params(entry, n_params)
         unread = []
         for launch, binding in self._instances():
             if not _matches(self, launch, entry, binding):
@@ -110,11 +118,19 @@ class CudaSource:
                 continue
             block, text = got
             by_block.setdefault(block, []).append((launch.line, text))
+            facts.setdefault(block, []).append(launch_facts(self, launch, binding, params) if params else {})
         out = []
         for block, where in by_block.items():
             srcs = list(dict.fromkeys(text for _line, text in where))
-            out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0]))
+            out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0],
+                                   arguments=hull(facts[block])))  # fmt: skip
         return out + unread
+
+    def kernel_params(self, entry: Entry, n_params: int | None) -> tuple:
+        """The declared parameters of the kernel ``entry`` names, when one
+        definition of it has ``n_params`` of them (else none: unknown)."""
+        found = {kd.params for kd in self.kernels if kd.name == entry.name and len(kd.params) == n_params}
+        return next(iter(found)) if len(found) == 1 else ()
 
     def comment_for(self, entry: Entry) -> LaunchShape | None:
         marker_lines = {ln for ln, text in self.comments if text.startswith("//")}
@@ -216,7 +232,7 @@ class CudaSource:
                 return v
             if not (declared or assigned) or nxt not in ("(", "{", "=") or _in_parens(toks, func.start, j):
                 continue
-            stmt_end = _statement_end(toks, j)
+            stmt_end = statement_end(toks, j)
             if nxt == "=":
                 init = toks[j + 2 : stmt_end]
             else:
@@ -245,7 +261,7 @@ class CudaSource:
                 member = toks[j + 2].text
                 if member not in ("x", "y", "z") or not isinstance(v, tuple):
                     return None
-                end = _statement_end(toks, j)
+                end = statement_end(toks, j)
                 x = Evaluator(self._resolver(j, func, [], depth + 1)).value(toks[j + 4 : end])
                 if not isinstance(x, int):
                     return None
@@ -280,7 +296,7 @@ class CudaSource:
             body = close + 1
             if body >= len(toks):
                 continue
-            end = matching(toks, body) if toks[body].text == "{" else _statement_end(toks, body)
+            end = matching(toks, body) if toks[body].text == "{" else statement_end(toks, body)
             if not body <= index <= end:
                 continue
             for conj in _conjuncts(toks[j + 2 : close]):
@@ -327,21 +343,6 @@ def _in_parens(toks: list[Token], start: int, j: int) -> bool:
         elif t in (";", "{", "}") and depth == 0:
             return False
     return False
-
-
-def _statement_end(toks: list[Token], j: int) -> int:
-    depth = 0
-    for k in range(j, len(toks)):
-        t = toks[k].text
-        if t in ("(", "[", "{"):
-            depth += 1
-        elif t in (")", "]", "}"):
-            if depth == 0:
-                return k
-            depth -= 1
-        elif t == ";" and depth == 0:
-            return k
-    return len(toks)
 
 
 def _statement_start(toks: list[Token], j: int, stop: int) -> int:
@@ -461,7 +462,8 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
     if open_paren is None or open_paren == 0 or toks[open_paren - 1].kind != "name":
         return
     end = matching(toks, brace)
-    params = frozenset(a[-1].text for a in split_args(toks[open_paren + 1 : close_paren]) if a and a[-1].kind == "name")
+    declared = declared_params(toks[open_paren + 1 : close_paren])
+    params = frozenset(name for name, _t in declared if name)
     start = open_paren - 1
     while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[open_paren].line - 8:
         start -= 1
@@ -479,11 +481,12 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
             elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
                 tparams.append(x.text)
     name = toks[open_paren - 1]
-    src.functions.append(Function(brace, end, params, name.text, tuple(tparams)))
+    src.functions.append(Function(brace, end, params, name.text, tuple(tparams), declared))
     if "__global__" not in {x.text for x in decl}:
         return
     ns = tuple(kind_name for kind, kind_name in scopes if kind == "namespace")
-    src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line))
+    src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line,
+                                 declared))  # fmt: skip
 
 
 def _enum(src: CudaSource, brace: int) -> None:
@@ -505,7 +508,7 @@ def _enum(src: CudaSource, brace: int) -> None:
 def _global_decl(src: CudaSource, i: int) -> None:
     """``constexpr int NAME = expr;`` / ``const int NAME{expr};`` at namespace scope."""
     toks = src.tokens
-    end = _statement_end(toks, i)
+    end = statement_end(toks, i)
     j = i
     while j < end and toks[j].text in _DECL_WORDS:
         j += 1
@@ -529,7 +532,9 @@ def _launches(src: CudaSource) -> None:
             parts, targs = named
             first = _statement_start(toks, i, -1)
             text = _text(toks[first : close + 1], src.text)
-            src.launches.append(Launch(parts, targs, args[1], i, t.line, func_at(i), text))
+            call = split_args(toks[close + 2 : matching(toks, close + 1)]) if close + 1 < len(toks) and \
+                toks[close + 1].text == "(" else None  # fmt: skip
+            src.launches.append(Launch(parts, targs, args[1], i, t.line, func_at(i), text, call))
         elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
             close = matching(toks, i + 1)
             args = split_args(toks[i + 2 : close])

@@ -19,6 +19,9 @@ block, so it is a `Contract` of every one-dimensional block
 them, and no narrower contract is inferred for it. ``kernel.forall(n,
 tpb=128)`` is the exact block (128, 1, 1).
 
+A call's constant integer arguments (``kernel[1, 512](out, inp, 512)``)
+are facts about the kernel's parameters for the launch (`arguments`).
+
 A call site whose block is not a constant (a function parameter, a value
 computed at run time) gives no shape (it is kept as an `UNREAD` one, which
 TL205's message names); the kernel is then linted under the shapes the
@@ -33,6 +36,7 @@ from typing import Any
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
 from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
 from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
+from tolk_lint.launch.arguments import INT64, ArgFact, hull
 from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, valid_block
 
 _MAX_DEPTH = 8  # names followed through other names' assignments
@@ -45,16 +49,19 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
     d = Discovery(finder._by_node, finder._class_scopes)
     nodes = list(_nodes_with_scopes(tree, finder))
     stores = _stores(nodes)
-    found: dict[FuncInfo, list[tuple[Any, int, str]]] = {}  # fi -> (block or Contract, line, what)
+    calls = {id(n.func): n for n, _s in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)}
+    found: dict[FuncInfo, list[tuple]] = {}  # fi -> (block or Contract, line, what[, argument facts])
     for node, scope in nodes:
         if isinstance(node, ast.Subscript):
             kernels = _kernels(d, node.value, scope, node.lineno, stores)
             if not kernels:
                 continue
             blocks = _blocks_of_config(node.slice, scope, node.lineno)
+            call = calls.get(id(node))
             for block in blocks or [None]:  # None: a site whose block is not a constant
                 for fi in kernels:
-                    found.setdefault(fi, []).append((block, node.lineno, "call site"))
+                    facts = _argument_facts(fi, call, scope) if call is not None else {}
+                    found.setdefault(fi, []).append((block, node.lineno, "call site", facts))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forall":
             kernels = _kernels(d, node.func.value, scope, node.lineno, stores)
             if not kernels:
@@ -72,13 +79,17 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
     return {fi: _shapes(sites, path) for fi, sites in found.items()}
 
 
-def _shapes(sites: list[tuple[Any, int, str]], path: str) -> list[LaunchShape]:
-    """One shape per distinct launch, its source naming every site."""
+def _shapes(sites: list[tuple], path: str) -> list[LaunchShape]:
+    """One shape per distinct launch, its source naming every site, with
+    what every site's arguments fix (`arguments.hull`)."""
     by_launch: dict[Any, list[tuple[int, str]]] = {}
-    for launch, line, what in sites:
+    facts: dict[Any, list[dict]] = {}
+    for launch, line, what, *rest in sites:
         by_launch.setdefault(launch, []).append((line, what))
+        facts.setdefault(launch, []).append(rest[0] if rest else {})
     out = []
     for launch, where in by_launch.items():
+        fixed = hull(facts[launch])
         lines = sorted({ln for ln, _ in where})
         if all(w == "forall" for _, w in where):
             src = f"`.forall(...)` at line{'s' if len(lines) > 1 else ''} {_and(lines)}"
@@ -91,7 +102,25 @@ def _shapes(sites: list[tuple[Any, int, str]], path: str) -> list[LaunchShape]:
         elif isinstance(launch, Contract):
             out.append(LaunchShape(None, src, "call site", contract=launch, path=path, line=lines[0]))
         else:
-            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0]))
+            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0], arguments=fixed))
+    return out
+
+
+def _argument_facts(fi: FuncInfo, call: ast.Call, scope: Scope) -> dict[int, ArgFact]:
+    """What a call ``kernel[grid, block](a, b, 512)`` fixes of the kernel's
+    integer parameters: a constant argument (or the few a loop over a
+    literal tuple gives it), as Numba passes a Python int: an int64."""
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(fi.params):
+        return {}
+    out = {}
+    for i, (arg, name) in enumerate(zip(call.args, fi.params)):
+        if name in fi.array_params:
+            continue
+        vals = _values(arg, scope, call.lineno, 0)
+        if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+            lo, hi = min(vals), max(vals)
+            if INT64.lo <= lo <= hi <= INT64.hi:
+                out[i] = ArgFact(i, name, lo, hi, INT64)
     return out
 
 

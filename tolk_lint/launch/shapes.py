@@ -98,7 +98,7 @@ class Contract:
 
 # What a shape can come from, most authoritative first: the first kind of
 # this list a kernel has shapes of is the one it is linted under.
-PRECEDENCE = ("--block", "configuration", "call site", ".reqntid", "host launch", "comment", "triton")
+PRECEDENCE = ("--block", "configuration", "call site", ".reqntid", "host launch", "comment", "triton", "library")
 # A launch found whose block is not a constant: never linted under, only named.
 UNREAD = "unread"
 
@@ -118,6 +118,7 @@ class LaunchShape:
     contract: Contract | None = None
     path: str | None = None
     line: int | None = None
+    arguments: tuple = ()  # what the launches' arguments fix (`arguments.ArgFact`)
 
     def what(self) -> str:
         """The shape alone: ``block=(16,16,1)``, or the contract's words."""
@@ -126,16 +127,22 @@ class LaunchShape:
         return self.contract.describe() if self.contract is not None else "any block"
 
     def words(self) -> str:
-        """``block=(16,16,1) from the call site at line 88``."""
-        return f"{self.what()} from {self.source}" if self.source else self.what()
+        """``block=(16,16,1) from the call site at line 88``, and what its
+        arguments fix (``, with n = 512``)."""
+        out = f"{self.what()} from {self.source}" if self.source else self.what()
+        if self.arguments:
+            out += ", with " + ", ".join(f.words() for f in self.arguments)
+        return out
 
     def same_launch(self, other: LaunchShape) -> bool:
-        return self.block == other.block and self.contract == other.contract
+        return self.block == other.block and self.contract == other.contract and self.arguments == other.arguments
 
     def to_json(self) -> dict:
         out: dict = {"block": list(self.block) if self.block else None, "source": self.source, "kind": self.kind}
         if self.contract is not None:
             out["contract"] = self.contract.to_json()
+        if self.arguments:
+            out["arguments"] = [f.to_json() for f in self.arguments]
         if self.line is not None:
             out["path"], out["line"] = self.path, self.line
         return out

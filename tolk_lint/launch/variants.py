@@ -72,7 +72,8 @@ def merge(k: Kernel, runs: list[tuple[LaunchShape | None, list[Diagnostic]]]) ->
         shapes = [s for s, _ in under]
         message = d.message
         exact = [s for s in shapes if s is not None and s.block is not None]
-        if d.code != "TL205" and exact and (d.code in SHAPE_CODES or len(under) < every):
+        fixed = any(s.arguments for s in exact)  # the finding may hang on what the arguments fix
+        if d.code != "TL205" and exact and (d.code in SHAPE_CODES or len(under) < every or fixed):
             message += f" (under {_launches_text(exact)})"
         data = dict(d.data)
         data["launch"] = [launch_json(k, s) for s in shapes]  # the launches it was found under

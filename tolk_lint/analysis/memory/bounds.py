@@ -139,7 +139,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
             desc += " at " + ", ".join(f"trip {k} of the loop at {loops[lp]}" for lp, k in trips.items())
         inputs = w.get("inputs") or {}
         if inputs:
-            desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
+            desc += " when " + smt.inputs_text(mf.k, inputs)
         w["description"] = desc
         out.append(OutOfBounds(acc, w, detail, assumed, "sat", goal))
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import Canon, collect_accesses
+from tolk_lint.analysis.memory.dead_edges import DeadEdges
 from tolk_lint.analysis.memory.evaluator import ThreadEval
 from tolk_lint.analysis.memory.invariants import LoopInvariants
 from tolk_lint.analysis.memory.loops import (
@@ -30,7 +31,7 @@ from tolk_lint.analysis.memory.query import Query, solve_bv
 from tolk_lint.analysis.memory.ranks import RankReader, ResidueReader, rank_only_dims
 from tolk_lint.analysis.smt.shrink import witness_symbols
 from tolk_lint.ir.cfg import Loop, cfg_of
-from tolk_lint.ir.nodes import Kernel, Module, Value
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Module, Value
 from tolk_lint.ir.opcodes import Opcode
 
 O = Opcode
@@ -79,6 +80,7 @@ class MemoryCore:
         self.concrete_cleared = 0  # pairs and accesses the concrete pass cleared without the solver
         self._info = None
         self._phases: Phases | None = None
+        self._dead_edges: DeadEdges | None = None
         # a kernel that reads tid.y / tid.z only for its linear rank (cooperative
         # groups' thread_rank()) is indexed by tid.x: flat, like one that never reads them
         self.ranks = RankReader(self)  # the address polynomials the race and bounds searches read too
@@ -118,7 +120,33 @@ class MemoryCore:
                 if b.terminator is not None and b.terminator.op is O.BRANCH and not self.cfg.loops_around(b)
                 and b not in info.divergent_branches and b in self.cfg.order
             }  # fmt: skip
+            if self.k.launch.arguments:
+                self._phases.dead_edge = self._dead_under_arguments
         return self._phases
+
+    @property
+    def dead_edges(self) -> DeadEdges:
+        """The branch edges no thread takes (one query context per kernel)."""
+        if self._dead_edges is None:
+            self._dead_edges = DeadEdges(self)
+        return self._dead_edges
+
+    def _dead_under_arguments(self, b: Block, s: Block) -> bool:
+        """A dead edge of a uniform branch whose condition reads a parameter
+        the launch's arguments fix (only those: a question per branch)."""
+        facts = self.k.launch.arguments
+        stack, seen = list(b.terminator.args[:1]), set()
+        while stack and len(seen) < 64:
+            v = stack.pop()
+            if v in seen or v.defn is None:
+                continue
+            seen.add(v)
+            d = v.defn
+            if d.op is O.PARAM and d.attrs.get("name") in facts:
+                return self.dead_edges(b, s)
+            if d.op is not O.PHI and d.op is not O.LOAD:
+                stack.extend(d.args)
+        return False
 
     @property
     def concrete_block(self) -> tuple[tuple[int, int, int] | None, bool]:
@@ -233,7 +261,29 @@ class MemoryCore:
         """The launch shape a finding assumes, in words ("" when the launch gives it)."""
         return self.k.launch.assumed(self.tid_dims, self.rank_only)
 
+    def shared_data_of(self, acc, varying: bool = False) -> Instr | None:
+        """A load from shared memory that ``acc``'s address is computed from
+        (``varying``: only one whose value differs between threads), or None.
+        The solver takes such a value as any value: a rank, an offset or a
+        count other threads computed (a prefix sum, CUB's radix ranks) is
+        constrained by the algorithm, not by anything the analysis reads."""
+        stack = [acc.addr] if acc.addr is not None else [v for v in acc.index or () if v is not None]
+        seen: set = set()
+        while stack and len(seen) < _SLICE:
+            v = stack.pop()
+            if not isinstance(v, Value) or v in seen or v.defn is None:
+                continue
+            seen.add(v)
+            d = v.defn
+            if d.op in (O.LOAD, O.ATOMIC) and d.attrs.get("space") == "shared" and d is not acc.instr:
+                if not varying or v in self.info.varying:
+                    return d
+            if d.op not in (O.LOAD, O.ATOMIC):
+                stack.extend(d.args)
+        return None
 
+
+_SLICE = 256  # values an address's slice is followed through, looking for a shared load
 _PINNED = ("ntid.", "tid.", "nctaid.", "ctaid.")
 _GRID = ("nctaid.", "ctaid.")
 

@@ -15,7 +15,9 @@ a loop with one barrier the read at trip k and the write at trip k + 1 are
 thus in one phase unless a barrier lies on the back-edge path between them.
 Paths also record the uniform branches they took (outside loops): two
 accesses whose paths took one uniform branch two ways are never in one
-phase; and a thread still inside a loop whose exit is uniform cannot meet
+phase, and an edge of such a branch that no thread takes under what the
+launch's arguments fix (``if (n < 2)`` skipping a loop of barriers, launched
+with n = 1024: `dead_edges`) is not walked; and a thread still inside a loop whose exit is uniform cannot meet
 one that left it at an earlier trip. ``bar.warp.sync`` /
 ``cuda.syncwarp(mask)`` end a phase for the pairs of lanes of one warp their
 masks name (`warp_masks.LaneClasses`): pairs of one warp are checked, class
@@ -27,6 +29,7 @@ the workgroup-level ones.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tolk_lint import budget
@@ -62,6 +65,8 @@ class Phases:
         self.holders = barrier_functions(module) if module is not None else set()
         self._phase_cache: dict[tuple, dict] = {}
         self.uniform_branches: set[Block] = set()  # set by MemoryCore: uniform two-way branches outside loops
+        # set by MemoryCore: whether no thread takes the edge b -> s of such a branch (`dead_edges`)
+        self.dead_edge: Callable[[Block, Block], bool] | None = None
         self._free_cycles: dict[tuple, bool] = {}
         self._loops_outer: dict[Block, tuple[Loop, ...]] = {}
         self.lanes = LaneClasses(kernel)
@@ -209,6 +214,8 @@ class Phases:
                 continue
             split = b in self.uniform_branches and len(set(b.succs)) == 2 and len(dec) < 8
             for j, s in enumerate(b.succs):
+                if split and self.dead_edge is not None and self.dead_edge(b, s):
+                    continue
                 work.append((s, 0, self.step(vec, b, s, level), dec | {(b, j)} if split else dec))
         self._phase_cache[key] = out
         return out

@@ -12,6 +12,7 @@ from tolk_lint.ir.opcodes import Opcode
 if TYPE_CHECKING:
     from tolk_lint.analysis.memory.accesses import Access
     from tolk_lint.analysis.memory.race_findings import Race
+    from tolk_lint.ir.nodes import Instr
 
 O = Opcode
 
@@ -59,3 +60,20 @@ def solver_note(r: Race) -> str:
     if r.witness and r.witness.get("description"):
         return f"; for example {r.witness['description']}"
     return ""
+
+
+def shared_data_note(load: Instr, both: bool) -> str:
+    """Why a finding whose address is computed from a shared load is a
+    warning: the loaded values are taken as any values (`MemoryCore.shared_data_of`)."""
+    whose = "both addresses are" if both else "the index is"
+    return (f"; {whose} computed from values loaded from shared memory ({access_text_of(load)}), which the "
+            "analysis takes as any values: a warning, not an error, since ranks, offsets and counts that other "
+            "threads computed are kept apart and in range by the algorithm, which it does not follow")  # fmt: skip
+
+
+def access_text_of(ins: Instr) -> str:
+    """An instruction as a message names it, with where it is."""
+    k = ins.block.kernel if ins.block is not None else None
+    if k is not None and k.language == "python":
+        return f"the load at {where(ins)}"
+    return f"`{instr_text(ins)}` at {where(ins)}"

@@ -279,5 +279,5 @@ def _describe(mf: MemoryCore, w: dict, a: Access, b: Access, same_thread: bool, 
         desc += " (" + "; ".join(dict.fromkeys(tparts)) + ")"
     inputs = w.get("inputs") or {}
     if inputs:
-        desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
+        desc += " when " + smt.inputs_text(mf.k, inputs)
     return desc

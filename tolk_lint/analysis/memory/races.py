@@ -41,7 +41,6 @@ from tolk_lint.analysis.memory.accesses import instr_text
 from tolk_lint.analysis.memory.concrete import ConcretePairs
 from tolk_lint.analysis.memory.copies import compose, copy_walk
 from tolk_lint.analysis.memory.core import STATS
-from tolk_lint.analysis.memory.dead_edges import DeadEdges
 from tolk_lint.analysis.memory.loops import inside_successor, never_left_at
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
 from tolk_lint.analysis.memory.query import model_value
@@ -125,7 +124,7 @@ class RaceSearch:
         copies = [a for a in self.mf.shared if a.kind == "copy"]
         if copies:
             cands2: dict[tuple, bool] = {}
-            dead = DeadEdges(self.mf)
+            dead = self.mf.dead_edges
             walks = {c: copy_walk(ph, c, dead=dead) for c in copies}
             # the phase a copy is issued in: anything in it, before or after the copy
             for start in ph.starts("workgroup"):

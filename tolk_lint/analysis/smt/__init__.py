@@ -51,6 +51,7 @@ from tolk_lint.analysis.smt.encoder import MAX_NODES, REGION_LIMIT, Encoder
 from tolk_lint.analysis.smt.masks import mask_names_its_lanes
 from tolk_lint.analysis.smt.questions import (
     _assume,
+    inputs_text,
     loop_trips_uniform,
     value_uniform,
     witness_of,
@@ -68,5 +69,5 @@ from tolk_lint.analysis.smt.solver import (
 
 __all__ = [
     "DEFAULT_RLIMIT", "MAX_NODES", "check_within_budget", "REGION_LIMIT", "STATS", "Encoder", "Verdict", "_assume",
-    "fresh_context", "loop_trips_uniform", "tactic", "mask_names_its_lanes", "solve", "value_uniform", "witness_of", "z3mod",
+    "fresh_context", "inputs_text", "loop_trips_uniform", "tactic", "mask_names_its_lanes", "solve", "value_uniform", "witness_of", "z3mod",
 ]  # fmt: skip

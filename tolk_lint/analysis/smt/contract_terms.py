@@ -1,7 +1,8 @@
-"""A launch contract as solver terms: what TL205's contract says of the
-block dimensions, for the encoders to assume when a kernel is linted under
-it. What it may import: nothing of the analyses (it reads the contract's
-fields)."""
+"""A launch as solver terms: what TL205's contract says of the block
+dimensions, and what the launch's arguments fix of the kernel's parameters
+(`tolk_lint.launch.arguments`), for the encoders to assume when a kernel is
+linted under it. What it may import: nothing of the analyses (it reads the
+contract's and the facts' fields)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ def contract_constraints(z3, ntid: list, contract) -> list:
         out.append(ntid[0] & (ntid[0] - 1) == 0)
     return out
 
+
+
+def argument_constraint(z3, p, fact):
+    """A parameter's value ``p`` (a bit-vector as wide as its C++ type) in
+    the range a launch's arguments keep it in (`arguments.ArgFact`)."""
+    lo, hi = (z3.BitVecVal(x % (1 << fact.type.bits), fact.type.bits) for x in (fact.lo, fact.hi))
+    if fact.lo == fact.hi:
+        return p == lo
+    if fact.type.signed:
+        return z3.And(p >= lo, p <= hi)
+    return z3.And(z3.UGE(p, lo), z3.ULE(p, hi))

@@ -60,9 +60,16 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
     if enc.k.launch.block is None:
         desc += f" of a block of {block[0]}x{block[1]}x{block[2]}"
     if inputs:
-        desc += " when " + ", ".join(f"{k} = {v}" for k, v in sorted(inputs.items()))
+        desc += " when " + inputs_text(enc.k, inputs)
     out["description"] = desc
     return out
+
+
+def inputs_text(k, inputs: dict[str, Any]) -> str:
+    """A witness's inputs in words, each parameter by the name its source
+    gives it: ``n = 2`` for the PTX ``_Z4scanPfS_i_param_2``."""
+    labels = {p.name: p.label for p in k.params if p.label}
+    return ", ".join(f"{labels.get(name, name)} = {v}" for name, v in sorted(inputs.items()))
 
 
 def _proof(verdict: Verdict, enc: Encoder, detail: str = "") -> Proof:

@@ -1,0 +1,225 @@
+"""What a host launch's arguments fix of a kernel's parameters (`launch.arguments`).
+
+Each case is host code whose answer is known by reading it: a constant
+argument, a bound the code around the launch tests, what every caller of a
+wrapper passes, and the cases that must give nothing (a variable assigned
+again, its address taken, a loop counter, a caller passing a run-time value).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tolk_lint import lint_file, lint_text
+from tolk_lint.frontends.python import parse_python
+from tolk_lint.ir.cfg import cfg_of
+from tolk_lint.launch.arguments import IntType, int_type
+from tolk_lint.launch.cuda_source import scan
+from tolk_lint.launch.mangled import Entry
+
+KERNEL = "__global__ void k(float *x, int n, unsigned m) { }\n"
+
+
+def facts(host: str, kernel: str = KERNEL, n_params: int = 3) -> dict[str, tuple[int, int]]:
+    """Parameter name -> (lo, hi) under the file's launches of `k`."""
+    src = scan(kernel + host, "k.cu")
+    shapes = [s for s in src.shapes_for(Entry(("k",)), n_params) if s.block is not None]
+    assert len(shapes) == 1, shapes
+    return {f.name: (f.lo, f.hi) for f in shapes[0].arguments}
+
+
+def test_int_types_are_read_from_declarations():
+    assert int_type(["int"]) == IntType(True, 32)
+    assert int_type(["unsigned"]) == IntType(False, 32)
+    assert int_type(["const", "unsigned", "int"]) == IntType(False, 32)
+    assert int_type(["uint"]) == IntType(False, 32)
+    assert int_type(["size_t"]) == IntType(False, 64)
+    assert int_type(["long", "long"]) == IntType(True, 64)
+    assert int_type(["unsigned", "long", "long"]) == IntType(False, 64)
+    assert int_type(["short"]) == IntType(True, 16)
+    for words in (["float"], ["int", "*"], ["T"], ["const", "float", "&"], ["std", "::", "size_t"], []):
+        assert int_type(words) is None, words
+
+
+def test_a_constant_argument_is_an_equality():
+    host = "#define N 512\nint main() { const int len = 2 * N; k<<<1, 256>>>(0, len, N); }\n"
+    assert facts(host) == {"n": (1024, 1024), "m": (512, 512)}
+
+
+def test_a_negative_constant_converts_as_c_converts_it():
+    assert facts("int main() { k<<<1, 256>>>(0, -1, -1); }\n") == {"n": (-1, -1), "m": (4294967295, 4294967295)}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "int n = 512; n *= 2; k<<<1, 256>>>(0, n, 1);",  # assigned again
+        "int n = 512; k<<<1, 256>>>(0, n, 1); n++;",  # assigned after the launch (a loop may run it again)
+        "int n = 512; read_size(&n); k<<<1, 256>>>(0, n, 1);",  # its address taken
+        "for (int n = 1; n < 8; n++) k<<<1, 256>>>(0, n, 1);",  # a loop counter
+        "int n = atoi(argv[1]); k<<<1, 256>>>(0, n, 1);",  # a run-time value
+    ],
+)
+def test_a_value_that_may_change_fixes_nothing(body):
+    got = facts("int main(int argc, char **argv) { " + body + " }\n")
+    assert "n" not in got and got.get("m") == (1, 1)
+
+
+def test_the_guards_around_a_launch_bound_a_parameter():
+    host = """
+void run(float *x, unsigned len, int n) {
+  if (len < 2) return;
+  assert(n >= 0 && n <= 64);
+  if (len <= 1024) {
+    k<<<1, 256>>>(x, n, len);
+  }
+}
+"""
+    assert facts(host) == {"n": (0, 64), "m": (2, 1024)}
+
+
+def test_the_else_of_a_comparison_bounds_a_parameter():
+    host = "void run(float *x, unsigned len) { if (len <= 1024) big(x); else k<<<1, 256>>>(x, 0, len); }\n"
+    assert facts(host) == {"n": (0, 0), "m": (1025, 4294967295)}
+
+
+def test_an_early_exit_on_a_disjunction_bounds_both_ways():
+    host = "void run(float *x, int n) { if (n < 1 || n > 4096) { printf(\"bad\"); return; } k<<<1, 256>>>(x, n, 0); }\n"
+    assert facts(host)["n"] == (1, 4096)
+
+
+def test_a_guard_in_a_block_that_does_not_hold_the_launch_bounds_nothing():
+    host = "void run(float *x, int n, int c) { if (c) { if (n > 8) return; } k<<<1, 256>>>(x, n, 0); }\n"
+    assert "n" not in facts(host)
+
+
+def test_a_wrapper_takes_what_its_callers_pass():
+    host = """
+void launch(float *x, int n) { k<<<1, 256>>>(x, n, 3); }
+void twice(float *x, int n) { launch(x, n); }
+int main() { launch(0, 256); twice(0, 512); }
+"""
+    assert facts(host) == {"n": (256, 512), "m": (3, 3)}
+
+
+def test_a_wrapper_with_a_caller_passing_a_runtime_value_fixes_nothing():
+    host = """
+void launch(float *x, int n) { k<<<1, 256>>>(x, n, 3); }
+int main(int argc, char **argv) { launch(0, 256); launch(0, atoi(argv[1])); }
+"""
+    assert facts(host) == {"m": (3, 3)}
+
+
+def test_launches_of_one_block_are_joined_and_a_launch_that_says_nothing_drops_the_fact():
+    assert facts("int main() { k<<<1, 256>>>(0, 16, 1); k<<<2, 256>>>(0, 64, 1); }\n") == {"n": (16, 64), "m": (1, 1)}
+    assert facts("void f(int q) { k<<<1, 256>>>(0, 16, 1); k<<<2, 256>>>(0, q, 1); }\n") == {"m": (1, 1)}
+
+
+def test_default_arguments_are_left_unread():
+    kernel = "__global__ void k(float *x, int n, int *extra = 0) { }\n"
+    src = scan(kernel + "int main() { k<<<1, 256>>>(0, 32); }\n", "k.cu")
+    (shape,) = src.shapes_for(Entry(("k",)), 3)
+    assert [(f.name, f.lo) for f in shape.arguments] == [("n", 32)]
+
+
+def test_a_kernel_whose_ptx_parameters_do_not_match_its_declaration_gets_no_facts():
+    src = scan(KERNEL + "int main() { k<<<1, 256>>>(0, 16, 1); }\n", "k.cu")
+    (shape,) = src.shapes_for(Entry(("k",)), 5)
+    assert shape.arguments == ()
+
+
+def test_numba_call_sites_fix_constant_arguments():
+    text = """
+from numba import cuda
+
+@cuda.jit
+def k(x, n, m):
+    pass
+
+def main(x, size):
+    k[1, 256](x, 512, size)
+    for n in (64, 128):
+        k[1, 256](x, n, 4)
+"""
+    (k,) = parse_python(text, "k.py").kernels
+    (shape,) = k.launch.found[:1]
+    assert [(f.name, f.lo, f.hi) for f in shape.arguments] == [("n", 64, 512)]
+
+
+def test_a_while_loop_stepped_by_the_block_size_is_an_induction_variable():
+    # the Numba front end reads `cuda.blockDim.x` inside the loop body: still invariant
+    text = """
+from numba import cuda, float32
+
+@cuda.jit
+def k(x, n):
+    tile = cuda.shared.array(512, float32)
+    i = cuda.threadIdx.x
+    while i < n:
+        tile[i] = x[i]
+        i += cuda.blockDim.x
+"""
+    (k,) = parse_python(text, "k.py").kernels
+    (lp,) = cfg_of(k).loops
+    (iv,) = lp.ivs
+    assert iv.step_value is not None and iv.step_value.defn.attrs["name"] == "ntid.x"
+    assert lp.exits[0].iv is iv
+
+
+def test_the_bogus_while_loop_race_is_gone():
+    text = """
+from numba import cuda, float32
+
+# tolk: launch block=(256,1,1)
+@cuda.jit
+def k(x, out, n):
+    tile = cuda.shared.array(512, float32)
+    i = cuda.threadIdx.x
+    while i < n:
+        tile[i] = x[i]
+        i += cuda.blockDim.x
+    cuda.syncthreads()
+    out[0] = tile[0]
+"""
+    diags = lint_text(text, "k.py").diagnostics
+    # out of bounds for n > 512 (a real finding), but no two threads store one word
+    assert [d.code for d in diags] == ["TL202"]
+    assert "index 512" in diags[0].message
+
+
+SCAN = """
+__global__ void scan(float *out, const float *in, int n) {
+  extern __shared__ float temp[];
+  int t = threadIdx.x, pout = 0, pin = 1;
+  temp[t] = t > 0 ? in[t - 1] : 0;
+  __syncthreads();
+  for (int offset = 1; offset < n; offset *= 2) {
+    pout = 1 - pout; pin = 1 - pout;
+    if (t >= offset) temp[pout * n + t] = temp[pin * n + t] + temp[pin * n + t - offset];
+    else temp[pout * n + t] = temp[pin * n + t];
+    __syncthreads();
+  }
+  out[t] = temp[pout * n + t];
+}
+int main() { scan<<<1, 512, 4096>>>(0, 0, SIZE); }
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.parametrize("size", [512, 128])
+def test_the_facts_reach_the_solver_and_the_json(tmp_path, size):
+    cu = tmp_path / "scan.cu"
+    cu.write_text(SCAN.replace("SIZE", str(size)))
+    ptx = tmp_path / "scan.ptx"
+    subprocess.run(["nvcc", "-ptx", "-lineinfo", "-arch=sm_80", "-o", str(ptx), str(cu)], check=True, capture_output=True)
+    diags = [d for d in lint_file(str(ptx)).diagnostics if d.severity == "error"]
+    if size == 512:  # a block of 512 with n = 512: each thread owns one element of each buffer
+        assert diags == []
+        return
+    assert diags and {d.code for d in diags} == {"TL201"}
+    race = diags[0]
+    assert "when n = 128" in race.message and "with n = 128" in race.message
+    assert race.data["launch"][0]["arguments"] == [{"param": "n", "index": 2, "min": 128, "max": 128}]
