@@ -18,9 +18,10 @@ says what it assumed; an access that is in bounds only for some blocks then
 gives the kernel a launch contract (TL205) instead, when a natural one
 exists. One finding per source line: the copies nvcc unrolls from one line
 are reported (and searched) once, at the first. An index computed from a
-value read back from shared memory (a slot a prefix sum computed, a count)
-is a warning: the solver takes that value as any value, and the algorithm
-that keeps it in range is not followed.
+value read from memory (a slot a prefix sum computed in shared memory, an
+index array's entry, a histogram's sample) is a warning: the solver takes
+that value as any value, and the algorithm or the data that keep it in
+range are not followed.
 
 ## Why is this bad?
 Shared memory is not bounds-checked: a store past the end of one array
@@ -189,7 +190,7 @@ class SharedOutOfBounds(Rule):
             data = {"buffer": name, "space": acc.space, "solver": f.solver}
             if f.assumed:
                 data["assumed"] = f.assumed
-            load = facts.shared_data_of(acc)  # an index read from shared memory: taken as any value
+            load = facts.shared_data_of(acc, any_space=True)  # an index read from memory: taken as any value
             if load is not None:
                 msg += shared_data_note(load, both=False)
                 data["shared_data"] = True

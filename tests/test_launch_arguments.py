@@ -223,3 +223,42 @@ def test_the_facts_reach_the_solver_and_the_json(tmp_path, size):
     race = diags[0]
     assert "when n = 128" in race.message and "with n = 128" in race.message
     assert race.data["launch"][0]["arguments"] == [{"param": "n", "index": 2, "min": 128, "max": 128}]
+
+
+def test_a_switch_case_fixes_the_block_and_the_arguments():
+    # NVIDIA's reduction samples pick a template instance by `switch (threads)`
+    src = scan(
+        """template <int B> __global__ void k(int *x, int n) {}
+void run(int threads, int n) {
+  dim3 block(threads, 1, 1);
+  switch (threads) {
+    case 512: k<512><<<1, block>>>(0, threads); break;
+    case 256: { k<256><<<1, block>>>(0, threads); break; }
+    case 128:
+    case 64: k<64><<<1, block>>>(0, threads); break;
+    default: k<32><<<1, block>>>(0, threads);
+  }
+}
+""",
+        "k.cu",
+    )
+    by = {b: src.shapes_for(Entry(("k",), (b,)), 2) for b in (512, 256, 64, 32)}
+    assert [s.block for s in by[512]] == [(512, 1, 1)] and by[512][0].arguments[0].lo == 512
+    assert [s.block for s in by[256]] == [(256, 1, 1)]
+    # two labels on one run of statements, and `default`: the value is not one constant
+    assert [s.block for s in by[64]] == [None] and [s.block for s in by[32]] == [None]
+
+
+def test_a_case_that_falls_through_fixes_nothing():
+    src = scan(
+        """__global__ void k(int n) {}
+void run(int threads) {
+  switch (threads) {
+    case 512: prepare();
+    case 256: k<<<1, threads>>>(threads); break;
+  }
+}
+""",
+        "k.cu",
+    )
+    assert [s.block for s in src.shapes_for(Entry(("k",)), 1)] == [None]

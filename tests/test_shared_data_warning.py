@@ -52,3 +52,29 @@ def test_cuda_scatter_by_scan_is_a_warning(tmp_path):
     ptx = compile_cuda(cu, out_dir=str(tmp_path))
     res = lint_file(str(ptx), BLOCK)
     _check(_found(res.diagnostics, cu.read_text()))
+
+
+def test_an_index_read_from_an_input_array_is_a_warning_and_a_race_on_it_an_error():
+    text = '''
+from numba import cuda, uint32
+
+@cuda.jit
+def hist(data, out):
+    sh = cuda.shared.array(256, dtype=uint32)
+    t = cuda.threadIdx.x
+    sh[t] = 0
+    cuda.syncthreads()
+    i = cuda.grid(1)
+    if i < data.shape[0]:
+        sh[data[i]] += 1
+    cuda.syncthreads()
+    out[t] = sh[t]
+'''
+    from tolk_lint import lint_text
+
+    diags = lint_text(text, "hist.py", BLOCK).diagnostics
+    oob = [d for d in diags if d.code == "TL202"]
+    races = [d for d in diags if d.code == "TL201"]
+    assert oob and all(d.severity.value == "warning" and "a value loaded from memory" in d.message for d in oob)
+    # two threads may read the same sample value: the non-atomic increment races, an error
+    assert races and any(d.severity.value == "error" for d in races)

@@ -284,12 +284,20 @@ class CudaSource:
         return None
 
     def _guards(self, index: int, func: Function | None) -> dict[str, int]:
-        """The variables an enclosing ``if (v == constant)`` fixes at ``index``."""
+        """The variables an enclosing ``if (v == constant)`` fixes at
+        ``index``, or the ``case constant:`` of an enclosing ``switch (v)``
+        that ``index`` is under (NVIDIA's samples pick a template instance
+        by ``switch (threads) { case 256: kernel<256><<<grid, threads>>>...``)."""
         out: dict[str, int] = {}
         if func is None:
             return out
         toks = self.tokens
         for j in range(func.start, index):
+            if toks[j].text == "switch" and j + 1 < len(toks) and toks[j + 1].text == "(":
+                got = self._case_at(j, index)
+                if got is not None:
+                    out[got[0]] = got[1]
+                continue
             if toks[j].text != "if" or j + 1 >= len(toks) or toks[j + 1].text != "(":
                 continue
             close = matching(toks, j + 1)
@@ -305,6 +313,52 @@ class CudaSource:
                     if isinstance(v, int):
                         out[conj[0].text] = v
         return out
+
+
+    def _case_at(self, j: int, index: int) -> tuple[str, int] | None:
+        """``(v, c)`` when token ``index`` is in the ``switch (v)`` at ``j``
+        under the label ``case c:`` alone: no other label before it in the
+        same run of statements, and no fall-through into it."""
+        toks = self.tokens
+        close = matching(toks, j + 1)
+        cond = toks[j + 2 : close]
+        body = close + 1
+        if len(cond) != 1 or cond[0].kind != "name" or body >= len(toks) or toks[body].text != "{":
+            return None
+        end = matching(toks, body)
+        if not body < index < end:
+            return None
+        label = None
+        depth = 0
+        for k in range(body + 1, index):
+            t = toks[k].text
+            if t in ("{", "(", "["):
+                depth += 1
+            elif t in ("}", ")", "]"):
+                depth -= 1
+            elif depth == 0 and t in ("case", "default"):
+                prev = toks[k - 1].text
+                if label is not None and prev not in (":",) and not _ends_path(toks, k):
+                    return None  # the statements of the label before fall through into this one
+                label = None if t == "default" or prev == ":" else k
+        if label is None:
+            return None
+        colon = next((k for k in range(label + 1, index) if toks[k].text == ":"), None)
+        if colon is None:
+            return None
+        v = Evaluator(self._resolver(label, None, [], 1)).value(toks[label + 1 : colon])
+        return (cond[0].text, v) if isinstance(v, int) else None
+
+
+def _ends_path(toks: list[Token], k: int) -> bool:
+    """Whether the statement before token ``k`` is ``break;``, ``return ...;``
+    or ``continue;`` (a switch's label after it is not fallen into)."""
+    if k < 2 or toks[k - 1].text != ";":
+        return False
+    s = k - 2
+    while s > 0 and toks[s - 1].text not in (";", "{", "}", ":"):
+        s -= 1
+    return toks[s].text in ("break", "return", "continue", "goto", "throw")
 
 
 class _NotFound:

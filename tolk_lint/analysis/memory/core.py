@@ -261,12 +261,14 @@ class MemoryCore:
         """The launch shape a finding assumes, in words ("" when the launch gives it)."""
         return self.k.launch.assumed(self.tid_dims, self.rank_only)
 
-    def shared_data_of(self, acc, varying: bool = False) -> Instr | None:
+    def shared_data_of(self, acc, varying: bool = False, any_space: bool = False) -> Instr | None:
         """A load from shared memory that ``acc``'s address is computed from
-        (``varying``: only one whose value differs between threads), or None.
+        (``varying``: only one whose value differs between threads;
+        ``any_space``: a load from any memory, an input array's too), or None.
         The solver takes such a value as any value: a rank, an offset or a
-        count other threads computed (a prefix sum, CUB's radix ranks) is
-        constrained by the algorithm, not by anything the analysis reads."""
+        count other threads computed (a prefix sum, CUB's radix ranks), or an
+        index array's entries, is constrained by the algorithm or the data,
+        not by anything the analysis reads."""
         stack = [acc.addr] if acc.addr is not None else [v for v in acc.index or () if v is not None]
         seen: set = set()
         while stack and len(seen) < _SLICE:
@@ -275,7 +277,7 @@ class MemoryCore:
                 continue
             seen.add(v)
             d = v.defn
-            if d.op in (O.LOAD, O.ATOMIC) and d.attrs.get("space") == "shared" and d is not acc.instr:
+            if d.op in (O.LOAD, O.ATOMIC) and (any_space or d.attrs.get("space") == "shared") and d is not acc.instr:
                 if not varying or v in self.info.varying:
                     return d
             if d.op not in (O.LOAD, O.ATOMIC):

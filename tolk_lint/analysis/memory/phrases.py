@@ -63,12 +63,19 @@ def solver_note(r: Race) -> str:
 
 
 def shared_data_note(load: Instr, both: bool) -> str:
-    """Why a finding whose address is computed from a shared load is a
+    """Why a finding whose address is computed from a loaded value is a
     warning: the loaded values are taken as any values (`MemoryCore.shared_data_of`)."""
-    whose = "both addresses are" if both else "the index is"
-    return (f"; {whose} computed from values loaded from shared memory ({access_text_of(load)}), which the "
-            "analysis takes as any values: a warning, not an error, since ranks, offsets and counts that other "
-            "threads computed are kept apart and in range by the algorithm, which it does not follow")  # fmt: skip
+    if both:
+        return (f"; both addresses are computed from values loaded from shared memory ({access_text_of(load)}), "
+                "which the analysis takes as any values: a warning, not an error, since ranks, offsets and counts "
+                "that other threads computed are kept apart by the algorithm, which it does not follow")  # fmt: skip
+    if load.attrs.get("space") == "shared":
+        return (f"; the index is computed from a value loaded from shared memory ({access_text_of(load)}), which "
+                "the analysis takes as any value: a warning, not an error, since offsets and counts that other "
+                "threads computed are kept in range by the algorithm, which it does not follow")  # fmt: skip
+    return (f"; the index is computed from a value loaded from memory ({access_text_of(load)}), which the analysis "
+            "takes as any value: a warning, not an error, since it is in bounds when the data are (an index "
+            "array's entries, a histogram's 8-bit samples)")  # fmt: skip
 
 
 def access_text_of(ins: Instr) -> str:

@@ -92,6 +92,8 @@ class ArithmeticLowering(OpaqueLowering):
             raise Unmodelled("no operands")
         if fam in ("bfi", "bfe") and self._bit_field(fam, oi, ops):
             return
+        if fam == "bmsk" and self._bit_mask(oi, ops):
+            return
         dest = ops[0]
         t = oi.t or "b32"
         rt = "pred" if fam in PRED_RESULT else t
@@ -141,6 +143,37 @@ class ArithmeticLowering(OpaqueLowering):
                 put = self.value(O.AND, [moved, self.const(field, t)], t, {"signed": False})
                 v = self.value(O.OR, [kept, put], t, {"signed": False}, name)
         self.write(ops[0], v)
+        return True
+
+    def _bit_mask(self, oi: OpInfo, ops: list) -> bool:
+        """``bmsk.clamp.b32 d, a, b`` / ``bmsk.wrap.b32``: the mask of bits
+        ``a .. a+b-1``, as the shifts it is (CUB's radix digits are
+        ``key >> bit & bmsk(0, num_bits)``: a PURE would let a digit take any
+        value). With ``low(n) = (1 << n) - 1`` (all ones at n = 32: a shift
+        by the width gives 0), ``d = low(end) & ~low(start)``, where
+        ``.clamp`` takes ``start = min(a, 32)``, ``end = min(start + min(b,
+        32), 32)`` and ``.wrap`` takes ``start = a & 31``, ``end = min(start
+        + (b & 31), 32)`` (the PTX ISA's definition, case by case: a start
+        of 32 or more gives 0, a width of 0 gives 0, a field past bit 31
+        ends there)."""
+        if len(ops) != 3 or (oi.t or "b32") != "b32":
+            return False
+        a, b = self.val(ops[1], "u32"), self.val(ops[2], "u32")
+        u = {"signed": False}
+        if "wrap" in oi.mods:
+            start = self.value(O.AND, [a, self.const(31, "u32")], "u32", u)
+            width = self.value(O.AND, [b, self.const(31, "u32")], "u32", u)
+        else:
+            start = self.value(O.MIN, [a, self.const(32, "u32")], "u32", u)
+            width = self.value(O.MIN, [b, self.const(32, "u32")], "u32", u)
+        end = self.value(O.MIN, [self.value(O.ADD, [start, width], "u32", u), self.const(32, "u32")], "u32", u)
+
+        def low(n: Value) -> Value:
+            return self.value(O.SUB, [self.value(O.SHL, [self.const(1, "u32"), n], "u32", u), self.const(1, "u32")],
+                              "u32", u)  # fmt: skip
+
+        above = self.value(O.XOR, [low(start), self.const(0xFFFFFFFF, "u32")], "u32", u)
+        self.write(ops[0], self.value(O.AND, [low(end), above], "b32", u, self.dname(ops[0])))
         return True
 
     def h_setp(self, oi: OpInfo, ops: list) -> None:
