@@ -266,7 +266,8 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
     outer = budget.current()
     kernel_budget = outer.child(settings.kernel_time_budget, "the kernel's time budget") if outer else None
     with budget.running(kernel_budget):
-        return lint_under_launches(module, k, settings, lambda: run_rules(module, k, settings, rules))
+        found = lint_under_launches(module, k, settings, lambda: run_rules(module, k, settings, rules))
+    return list(k.diagnostics) + found  # what preparing it found (`launch.source_assumptions`)
 
 
 def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:

@@ -323,6 +323,8 @@ class Kernel:
     origin: Origin | None = None
     assumptions: list[Value] = field(default_factory=list)  # `tolk: assume` facts (pred values)
     returns: list[Param] = field(default_factory=list)  # .func return values
+    # found while preparing it for the rules (a `tolk: assume` in its CUDA source that does not read)
+    diagnostics: list[Any] = field(default_factory=list, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property

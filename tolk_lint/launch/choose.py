@@ -30,6 +30,7 @@ from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.library import library_shape
 from tolk_lint.launch.mangled import read_entry
 from tolk_lint.launch.shapes import PRECEDENCE, LaunchShape, valid_block
+from tolk_lint.launch.source_assumptions import attach as attach_assumptions
 from tolk_lint.launch.triton import reqntid_words, triton_shape
 
 if TYPE_CHECKING:  # the CUDA C reader is imported when there is a source to read (`cuda_sources`)
@@ -101,6 +102,7 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
     for src in sources:
         for p, (name, _type) in zip(k.params, src.kernel_params(entry, len(k.params))):
             p.label = p.label or name or None  # witnesses say `n = 512`, not `_Z4scanPfS_i_param_2 = 512`
+        attach_assumptions(module, k, src, entry)  # `// tolk: assume EXPR` in the kernel's body
         out += src.shapes_for(entry, len(k.params))
         c = src.comment_for(entry)
         if c is not None:
