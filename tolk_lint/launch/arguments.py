@@ -24,7 +24,7 @@ the facts it fixes, per integer parameter of the kernel:
 A kernel launched from several places is analysed under what they all say:
 per parameter, the smallest range holding every launch's (a launch that says
 nothing of a parameter drops it). The facts reach the solver as bounds on the
-parameter's value (`smt.contract_terms.argument_constraint`), and the
+parameter's value (`smt.contract_terms.argument_constraints`), and the
 launch's words name them ("with n = 512").
 """
 

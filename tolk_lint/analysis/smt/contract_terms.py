@@ -24,12 +24,17 @@ def contract_constraints(z3, ntid: list, contract) -> list:
 
 
 
-def argument_constraint(z3, p, fact):
-    """A parameter's value ``p`` (a bit-vector as wide as its C++ type) in
-    the range a launch's arguments keep it in (`arguments.ArgFact`)."""
+def argument_constraints(z3, p, fact, param) -> list:
+    """The parameter ``p`` (the solver's symbol for what the PARAM
+    instruction ``param`` reads) in the range a launch's arguments keep it in
+    (``fact``: an `arguments.ArgFact`, or None): none for a field of a
+    by-value struct, or a read narrower or wider than the parameter's C++
+    type."""
+    if fact is None or "offset" in param.attrs or p.size() != fact.type.bits:
+        return []
     lo, hi = (z3.BitVecVal(x % (1 << fact.type.bits), fact.type.bits) for x in (fact.lo, fact.hi))
     if fact.lo == fact.hi:
-        return p == lo
+        return [p == lo]
     if fact.type.signed:
-        return z3.And(p >= lo, p <= hi)
-    return z3.And(z3.UGE(p, lo), z3.ULE(p, hi))
+        return [z3.And(p >= lo, p <= hi)]
+    return [z3.And(z3.UGE(p, lo), z3.ULE(p, hi))]

@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
-from tolk_lint.analysis.smt.contract_terms import argument_constraint, contract_constraints
+from tolk_lint.analysis.smt.contract_terms import argument_constraints, contract_constraints
 from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
@@ -371,9 +371,7 @@ class Encoder:
             if not self.k.is_entry:
                 return self.fresh(f"arg_{_clean(name)}", v.type, t)
             p = self.shared(f"param:{name}", v.type)
-            fact = self.k.launch.arguments.get(name)
-            if fact is not None and "offset" not in d.attrs and type_bits(v.type) == fact.type.bits:
-                self.constraints.append(argument_constraint(z3, p, fact))
+            self.constraints += argument_constraints(z3, p, self.k.launch.arguments.get(name), d)
             if self.python and not is_float(v.type) and v.type != "pred":
                 lo, hi = -(1 << 63), (1 << 63) - 1
                 if ".shape[" in name:  # an extent: never negative, and below 2**31 (what a witness may show)

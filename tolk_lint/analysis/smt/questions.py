@@ -7,6 +7,7 @@ that run it is `masks`.)"""
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from tolk_lint.analysis.smt.encoder import Encoder
 from tolk_lint.analysis.smt.solver import DEFAULT_RLIMIT, STATS, Verdict, solve, z3mod
 from tolk_lint.analysis.uniformity_info import Proof
 from tolk_lint.ir.cfg import Loop, cfg_of
-from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -39,10 +40,13 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
     block = tuple(val(n) if not z3.is_bv_value(n) else n.as_long() for n in enc.ntid)
     out["block"] = block
     inputs = {}
+    floats = {p.name for p in enc.k.params if is_float(p.dtype)}
     for name, sym in enc.shared_symbols.items():
         if name.startswith("param:"):
             x = val(sym)
-            if isinstance(x, int):
+            if isinstance(x, int) and name[6:] in floats and sym.size() in (32, 64):
+                x = float_of_bits(x, sym.size())  # `eps = 0.5`, not its bits 1056964608
+            elif isinstance(x, int):
                 w = sym.size()
                 if enc.python or x >= 1 << (w - 1):
                     x = x - (1 << w) if x >= 1 << (w - 1) else x
@@ -63,6 +67,12 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
         desc += " when " + inputs_text(enc.k, inputs)
     out["description"] = desc
     return out
+
+
+def float_of_bits(bits: int, width: int) -> float:
+    """The IEEE float whose bits a model gave a float parameter."""
+    fmt = ("<I", "<f") if width == 32 else ("<Q", "<d")
+    return struct.unpack(fmt[1], struct.pack(fmt[0], bits))[0]
 
 
 def inputs_text(k, inputs: dict[str, Any]) -> str:
