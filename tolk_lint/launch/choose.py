@@ -49,15 +49,17 @@ def launch_shapes(
     for k in module.kernels if kernels is None else kernels:
         if k.host:
             continue
+        if module.language == "ptx":
+            if sources is None:
+                sources = cuda_sources(module)
+            _source_facts(module, k, sources)  # whatever gives the shape
         given = _given(k, settings)
         if given is not None:
             out[id(k)] = [given]
             continue
         found = list(k.launch.found)
         if module.language == "ptx":
-            if sources is None:
-                sources = cuda_sources(module)
-            found += ptx_shapes(module, k, sources)
+            found += ptx_shapes(module, k, sources or [])
         out[id(k)] = first_kind([s for s in found if s.block is None or valid_block(s.block)])
         k.launch.found = tuple(found)  # with what the CUDA source gave: TL205 names the launches it could not read
     return out
@@ -100,9 +102,6 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
                                line=k.span.line if k.span else None))  # fmt: skip
     entry = read_entry(k.name)
     for src in sources:
-        for p, (name, _type) in zip(k.params, src.kernel_params(entry, len(k.params))):
-            p.label = p.label or name or None  # witnesses say `n = 512`, not `_Z4scanPfS_i_param_2 = 512`
-        attach_assumptions(module, k, src, entry)  # `// tolk: assume EXPR` in the kernel's body
         out += src.shapes_for(entry, len(k.params))
         c = src.comment_for(entry)
         if c is not None:
@@ -121,6 +120,17 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
     if lib is not None:
         out.append(lib)
     return out
+
+
+def _source_facts(module: Module, k: Kernel, sources: list[CudaSource]) -> None:
+    """What the CUDA source says of a PTX entry besides its launches: its
+    parameters' names, for witnesses (`n = 512`, not `_Z4scanPfS_i_param_2 =
+    512`), and the `// tolk: assume EXPR` comments in its body."""
+    entry = read_entry(k.name)
+    for src in sources:
+        for p, (name, _type) in zip(k.params, src.kernel_params(entry, len(k.params))):
+            p.label = p.label or name or None
+        attach_assumptions(module, k, src, entry)
 
 
 def _ptx_header(text: str) -> bool:

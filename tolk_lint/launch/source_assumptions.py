@@ -16,8 +16,9 @@ arguments): ``+ - * / % << >> & | ^ ~ ! && || == != < <= > >= ?:``,
 evaluated as 64-bit signed integers, each parameter converted from its C++
 type. It becomes IR at the top of the kernel's entry block (after its
 PARAMs), and its value joins ``kernel.assumptions``. One that does not read
-(another name, a float, a call) is a TL002 at the kernel, naming the
-``.cu`` line, and is ignored (`Kernel.diagnostics`: reported with the
+(another name, a float, a call), or that no values satisfy (which would
+make every question UNSAT and the kernel look clean), is a TL002 at the
+kernel, naming the ``.cu`` line, and is ignored (`Kernel.diagnostics`: reported with the
 kernel's findings).
 """
 
@@ -63,9 +64,13 @@ def attach(module: Module, k: Kernel, src: CudaSource, entry: Entry) -> None:
         if not m or not first <= line <= last:
             continue
         origin = Origin(src.path, line)
+        from tolk_lint.analysis.smt.questions import never_holds  # the solver: only for a kernel that assumes
+
         try:
             tokens, _comments, _defines = lex(m.group(1))
             value = _Reader(k, params, src, tokens).read()
+            if never_holds(k, value):
+                raise Unreadable("no values of the parameters satisfy it")
         except Unreadable as e:
             k.diagnostics.append(_unreadable(k, origin, m.group(1), str(e)))
             continue

@@ -236,6 +236,17 @@ def _carried(lp: Loop, info: UniformityInfo) -> list[tuple[Value, Value, Value]]
     return out
 
 
+def never_holds(k: Kernel, fact: Value) -> bool:
+    """Whether the assumption ``fact`` (a pred value over ``k``'s parameters)
+    holds for no values at all: assumed, it would make every question
+    UNSAT and the kernel look clean (`tolk: assume 1 << 70`, `n < 0 && n > 0`)."""
+    enc = Encoder(k, None)
+    try:
+        return solve(enc, enc.as_bool(enc.enc(fact, 0))).status == "unsat"
+    except Exception:  # noqa: BLE001 - an assumption the solver cannot read is not refused for it
+        return False
+
+
 def _assume(enc: Encoder) -> None:
     """The kernel's ``tolk: assume`` facts hold in both threads."""
     for a in enc.k.assumptions:
