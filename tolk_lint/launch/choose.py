@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from tolk_lint.diagnostics import Diagnostic, Severity
 from tolk_lint.ir.nodes import Kernel, Module, Origin
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.library import library_shape
@@ -53,6 +54,8 @@ def launch_shapes(
             if sources is None:
                 sources = cuda_sources(module)
             _source_facts(module, k, sources)  # whatever gives the shape
+        if k.assumptions:
+            refuse_impossible(k)
         given = _given(k, settings)
         if given is not None:
             out[id(k)] = [given]
@@ -120,6 +123,28 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
     if lib is not None:
         out.append(lib)
     return out
+
+
+def refuse_impossible(k: Kernel) -> None:
+    """Drop the ``tolk: assume`` facts that no values satisfy, each with a
+    TL002 at its line: assumed, one would make every question UNSAT and the
+    kernel look clean (``n < 0 and n > 0``). Once per kernel."""
+    if k._cache.get("assumptions_checked"):
+        return
+    k._cache["assumptions_checked"] = True
+    from tolk_lint.analysis.smt.questions import never_holds  # the solver: only for a kernel that assumes
+
+    for fact in list(k.assumptions):
+        d = fact.defn
+        if d is None or not never_holds(k, fact):
+            continue
+        k.assumptions.remove(fact)
+        text = d.text if d.text.startswith("tolk: assume") else f"tolk: assume {d.text}"
+        k.diagnostics.append(Diagnostic(
+            code="TL002", severity=Severity.WARNING, span=d.span or k.span, kernel=k.name, origin=d.origin,
+            name="unsupported-construct",
+            message=f"`{text}` is not modelled: no values of the parameters satisfy it; it is ignored",
+        ))  # fmt: skip
 
 
 def _source_facts(module: Module, k: Kernel, sources: list[CudaSource]) -> None:

@@ -16,9 +16,9 @@ arguments): ``+ - * / % << >> & | ^ ~ ! && || == != < <= > >= ?:``,
 evaluated as 64-bit signed integers, each parameter converted from its C++
 type. It becomes IR at the top of the kernel's entry block (after its
 PARAMs), and its value joins ``kernel.assumptions``. One that does not read
-(another name, a float, a call), or that no values satisfy (which would
-make every question UNSAT and the kernel look clean), is a TL002 at the
-kernel, naming the ``.cu`` line, and is ignored (`Kernel.diagnostics`: reported with the
+(another name, a float, a call) is a TL002 at the kernel, naming the
+``.cu`` line, and is ignored, as is one no values satisfy
+(`choose.refuse_impossible`) (`Kernel.diagnostics`: reported with the
 kernel's findings).
 """
 
@@ -64,13 +64,9 @@ def attach(module: Module, k: Kernel, src: CudaSource, entry: Entry) -> None:
         if not m or not first <= line <= last:
             continue
         origin = Origin(src.path, line)
-        from tolk_lint.analysis.smt.questions import never_holds  # the solver: only for a kernel that assumes
-
         try:
             tokens, _comments, _defines = lex(m.group(1))
-            value = _Reader(k, params, src, tokens).read()
-            if never_holds(k, value):
-                raise Unreadable("no values of the parameters satisfy it")
+            value = _Reader(k, params, src, tokens, origin, f"tolk: assume {m.group(1)}").read()
         except Unreadable as e:
             k.diagnostics.append(_unreadable(k, origin, m.group(1), str(e)))
             continue
@@ -99,8 +95,9 @@ def _unreadable(k: Kernel, origin: Origin, text: str, why: str) -> Diagnostic:
 class _Reader:
     """A C expression's tokens, read into IR values at the top of ``k``'s entry block."""
 
-    def __init__(self, k: Kernel, params: tuple, src: CudaSource, tokens: list[Token]):
+    def __init__(self, k: Kernel, params: tuple, src: CudaSource, tokens: list[Token], origin: Origin, text: str):
         self.k = k
+        self.origin, self.text = origin, text
         self.toks = tokens
         self.i = 0
         self.by_name = {name: (p, t) for (name, t), p in zip(params, k.params) if name}
@@ -122,7 +119,7 @@ class _Reader:
     def _emit(self, op: Opcode, args: list[Value], t: str, attrs: dict[str, Any]) -> Value:
         res = Value(self.next_id, t, f"assume.{self.next_id}")
         self.next_id += 1
-        ins = Instr(op, args, [res], attrs, self.k.span, None, "tolk: assume")
+        ins = Instr(op, args, [res], attrs, self.k.span, self.origin, self.text)
         ins.block = self.entry
         self.entry.instrs.insert(self.at, ins)
         self.at += 1
