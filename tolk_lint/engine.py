@@ -260,6 +260,7 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
     kernel's remaining rules and becomes TL005 (what was found so far
     stays)."""
     from tolk_lint.analysis.smt.solver import fresh_context  # does not import z3
+    from tolk_lint.launch.library import library_findings
     from tolk_lint.launch.variants import lint_under_launches
 
     fresh_context()  # the kernel's witnesses depend on the kernel alone
@@ -267,7 +268,8 @@ def check_kernel(module: Module, k: Kernel, settings: Settings, rules: list) -> 
     kernel_budget = outer.child(settings.kernel_time_budget, "the kernel's time budget") if outer else None
     with budget.running(kernel_budget):
         found = lint_under_launches(module, k, settings, lambda: run_rules(module, k, settings, rules))
-    return list(k.diagnostics) + found  # what preparing it found (`launch.source_assumptions`)
+    # what preparing it found (`launch.source_assumptions`); a CUB kernel's own findings are warnings
+    return list(k.diagnostics) + library_findings(k, found)
 
 
 def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> list[Diagnostic]:

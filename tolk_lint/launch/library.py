@@ -11,10 +11,23 @@ for it, and no other block is ever used. The PTX states the bound as
 (`triton`). Without it (``DeviceRadixSortExclusiveSumKernel`` has no launch
 bounds) there is no shape, and the analyses assume any block within 1024
 threads, as for any kernel.
+
+A finding in such a kernel whose every line is in the library's headers (no
+frame of the user's own: a functor the user passed to ``thrust::transform``
+is inlined at the user's line, and its findings stay as they are) is a
+warning, not an error (`library_findings`): the kernel's parameters come
+from the library's dispatch code, in the headers, which the analyses do not
+read (CUB's onesweep radix sort is right for ``num_bits <= RADIX_BITS`` and
+``begin_bit < end_bit``, which its dispatch passes), and the user can
+neither see nor change that code. clang-tidy keeps its checks out of
+non-user code for the same reason; here they are still shown.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from tolk_lint.diagnostics import Diagnostic, Severity, user_frame
 from tolk_lint.ir.nodes import Kernel, Module
 from tolk_lint.launch.shapes import LaunchShape, valid_block
 
@@ -53,4 +66,25 @@ def nested_name(mangled: str) -> list[str]:
         n = int(mangled[i:j])
         out.append(mangled[j : j + n])
         i = j + n
+    return out
+
+
+def library_findings(k: Kernel, found: list[Diagnostic]) -> list[Diagnostic]:
+    """``found`` with the errors of a CUB or Thrust kernel that lie wholly in
+    the library's headers made warnings, each saying why."""
+    parts = nested_name(k.name) if k.language == "ptx" else []
+    if len(parts) < 2 or parts[0] not in NAMESPACES:
+        return found
+    library = "CUB" if parts[0] == "cub" else "Thrust"
+    out = []
+    for d in found:
+        origins = [d.origin] + [r.origin for r in d.related if r.origin is not None]
+        if d.severity is not Severity.ERROR or d.origin is None or any(user_frame(o) is not None for o in origins):
+            out.append(d)
+            continue
+        note = (f" (in the library's own code: `{parts[0]}::{parts[-1]}` is {library}'s kernel and every line of "
+                "this finding is in its headers: a warning, since the arguments its dispatch code passes it are "
+                "not read)")  # fmt: skip
+        out.append(dataclasses.replace(d, severity=Severity.WARNING, message=d.message + note,
+                                       data={**d.data, "library": True}))  # fmt: skip
     return out
