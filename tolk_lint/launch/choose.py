@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from tolk_lint import budget
 from tolk_lint.diagnostics import Diagnostic, Severity
 from tolk_lint.ir.nodes import Kernel, Module, Origin
 from tolk_lint.launch.comments import comment_above, comment_shape
@@ -136,8 +137,11 @@ def refuse_impossible(k: Kernel) -> None:
 
     for fact in list(k.assumptions):
         d = fact.defn
-        if d is None or not never_holds(k, fact):
-            continue
+        try:
+            if d is None or not never_holds(k, fact):
+                continue
+        except budget.BudgetExceeded:
+            return  # the rest stay: the kernel's own lint runs out of time too, and says so (TL005)
         k.assumptions.remove(fact)
         text = d.text if d.text.startswith("tolk: assume") else f"tolk: assume {d.text}"
         k.diagnostics.append(Diagnostic(
