@@ -71,3 +71,15 @@ def test_fuzz_regression(loaded, path):
 
 def fuzzer_language(path: Path) -> str:
     return "ptx" if path.suffix == ".ptx" else "python"
+
+
+def test_a_shift_by_the_width_or_more_is_zero_in_the_concrete_pass():
+    # `shl.b32 %r, %tid.x, 2147483647` is 0 in every thread (PTX clamps the
+    # amount): every thread's copy lands on byte 0, which the concrete pass
+    # sees at once instead of building the integer 2**2147483647
+    from tolk_lint import lint_text
+    from tolk_lint.config import Settings
+
+    text = (Path(__file__).parent / "fuzz_regressions" / "shl_by_2147483647.ptx").read_text()
+    diags = lint_text(text, "shl.ptx", Settings(block=(128, 1, 1), time_budget=5.0)).diagnostics
+    assert "TL204" in {d.code for d in diags} and "TL005" not in {d.code for d in diags}

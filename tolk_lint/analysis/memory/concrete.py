@@ -60,6 +60,7 @@ class ConcretePairs:
             for ca, cb in combos or ():
                 if hit is not None and hit[2]:
                     break
+                budget.check("the race search's concrete pass (a partner's trip residues)")
                 ta = self.terms(a, ca)
                 tb = self.terms(b, cb)
                 if ta is None or tb is None or tb[3] != ta[3]:

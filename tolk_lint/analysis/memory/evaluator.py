@@ -379,7 +379,8 @@ class ThreadEval:
         if op in (O.MUL, O.SHL) and len(args) == 2 and not d.attrs.get("hi"):
             (s1, c1), (s2, c2) = args
             if not s2 and isinstance(c2, int):
-                f = (1 << c2) if op is O.SHL else c2
+                # a shift by the width or more gives 0 (PTX clamps it), not a 2**c2-sized factor
+                f = ((1 << c2) if 0 <= c2 < self._bits(v) else 0) if op is O.SHL else c2
                 return (_smul(s1, f), self._map(lambda a: a * f, c1))
             if op is O.MUL and not s1 and isinstance(c1, int):
                 return (_smul(s2, c1), self._map(lambda a: a * c1, c2))
