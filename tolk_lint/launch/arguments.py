@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, statement_end
+from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource, Function, Launch
@@ -293,7 +293,7 @@ def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[i
         if t == "assert" and toks[j + 1].text == "(" and _scope_holds(toks, j, index, func.start):
             close = matching(toks, j + 1)
             if close < index:
-                add([f for c in _split(toks[j + 2 : close], "&&") for f in _comparison(c, const)])
+                add([f for c in split_top(toks[j + 2 : close], "&&") for f in _comparison(c, const)])
             continue
         if t != "if" or toks[j + 1].text != "(":
             continue
@@ -304,7 +304,7 @@ def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[i
             continue
         end = matching(toks, body) if toks[body].text == "{" else statement_end(toks, body)
         if body <= index <= end:
-            add([f for c in _split(cond, "&&") for f in _comparison(c, const)])
+            add([f for c in split_top(cond, "&&") for f in _comparison(c, const)])
         elif end < index and end + 1 < len(toks) and toks[end + 1].text == "else":
             other = end + 2
             other_end = matching(toks, other) if toks[other].text == "{" else statement_end(toks, other)
@@ -340,28 +340,13 @@ def _comparison(toks: list[Token], const: Evaluator) -> list[tuple[str, str, int
 def _negated(cond: list[Token], const: Evaluator) -> list[tuple[str, str, int]]:
     """What holds when ``cond`` is false: each comparison of a disjunction, negated."""
     out = []
-    for c in _split(cond, "||"):
+    for c in split_top(cond, "||"):
         got = _comparison(c, const)
         if len(got) != 1 or got[0][1] not in _NEGATE:
-            return out if len(_split(cond, "||")) == 1 else []
+            return out if len(split_top(cond, "||")) == 1 else []
         name, op, v = got[0]
         out.append((name, _NEGATE[op], v))
     return out
-
-
-def _split(toks: list[Token], op: str) -> list[list[Token]]:
-    out: list[list[Token]] = [[]]
-    depth = 0
-    for t in toks:
-        if t.text in ("(", "["):
-            depth += 1
-        elif t.text in (")", "]"):
-            depth -= 1
-        if t.text == op and depth == 0:
-            out.append([])
-            continue
-        out[-1].append(t)
-    return [c for c in out if c]
 
 
 def _exits(toks: list[Token], body: int, end: int) -> bool:

@@ -118,6 +118,27 @@ def split_args(toks: list[Token]) -> list[list[Token]]:
     return out if out != [[]] else []
 
 
+# C's binary operators, loosest first (the ternary is looser still)
+BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
+                 ("+", "-"), ("*", "/", "%"))  # fmt: skip
+
+
+def split_top(toks: list[Token], op: str) -> list[list[Token]]:
+    """Split at ``op`` (``&&``, ``||``) outside parentheses and brackets; empty parts dropped."""
+    out: list[list[Token]] = [[]]
+    depth = 0
+    for t in toks:
+        if t.text in ("(", "["):
+            depth += 1
+        elif t.text in (")", "]"):
+            depth -= 1
+        if t.text == op and depth == 0:
+            out.append([])
+            continue
+        out[-1].append(t)
+    return [c for c in out if c]
+
+
 def statement_end(toks: list[Token], j: int) -> int:
     """The ``;`` ending the statement at token ``j``, or the bracket closing
     the one it is in (or len(toks))."""
@@ -222,8 +243,7 @@ class Evaluator:
             return a if _int(c) else b
         return c
 
-    _LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
-               ("+", "-"), ("*", "/", "%"))  # fmt: skip
+    _LEVELS = BINARY_LEVELS
 
     def _binary(self, level: int) -> Any:
         if level == len(self._LEVELS):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tolk_lint.launch.arguments import IntType, declared_params, hull, launch_facts
-from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, statement_end
+from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
 from tolk_lint.launch.shapes import UNREAD, LaunchShape, valid_block
@@ -307,7 +307,7 @@ class CudaSource:
             end = matching(toks, body) if toks[body].text == "{" else statement_end(toks, body)
             if not body <= index <= end:
                 continue
-            for conj in _conjuncts(toks[j + 2 : close]):
+            for conj in split_top(toks[j + 2 : close], "&&"):
                 if len(conj) >= 3 and conj[1].text == "==" and conj[0].kind == "name":
                     v = Evaluator(self._resolver(j, None, [], 1)).value(conj[2:])
                     if isinstance(v, int):
@@ -366,21 +366,6 @@ class _NotFound:
 
 
 _NOT_FOUND: Any = _NotFound()
-
-
-def _conjuncts(toks: list[Token]) -> list[list[Token]]:
-    out: list[list[Token]] = [[]]
-    depth = 0
-    for t in toks:
-        if t.text == "(":
-            depth += 1
-        elif t.text == ")":
-            depth -= 1
-        if t.text == "&&" and depth == 0:
-            out.append([])
-            continue
-        out[-1].append(t)
-    return [c for c in out if c]
 
 
 def _in_parens(toks: list[Token], start: int, j: int) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from tolk_lint.diagnostics import Diagnostic, Severity
 from tolk_lint.ir.nodes import Instr, Kernel, Module, Origin, Value
 from tolk_lint.ir.opcodes import Opcode
-from tolk_lint.launch.c_syntax import Evaluator, Token, lex
+from tolk_lint.launch.c_syntax import BINARY_LEVELS, Evaluator, Token, lex
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 O = Opcode
 ASSUME = re.compile(r"//\s*tolk:\s*assume\s+(.+?)\s*(?://.*)?$")  # up to a comment after it
-_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"),
-           ("+", "-"), ("*", "/", "%"))  # fmt: skip
 _ARITH = {"|": O.OR, "^": O.XOR, "&": O.AND, "<<": O.SHL, ">>": O.SHR, "+": O.ADD, "-": O.SUB, "*": O.MUL,
           "/": O.DIV, "%": O.REM}  # fmt: skip
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -162,10 +160,10 @@ class _Reader:
         return self._emit(O.SELECT, [self._pred(c), self._int(a), self._int(b)], "s64", {})
 
     def _binary(self, level: int) -> Value:
-        if level == len(_LEVELS):
+        if level == len(BINARY_LEVELS):
             return self._unary()
         a = self._binary(level + 1)
-        while self._peek() in _LEVELS[level]:
+        while self._peek() in BINARY_LEVELS[level]:
             op = self._take().text
             b = self._binary(level + 1)
             if op in ("&&", "||"):
