@@ -19,7 +19,12 @@ race with atomics. Races on `cp.async` destinations are TL204's. A pair
 whose two addresses are both computed from per-thread values read back from
 shared memory (a prefix sum's slots, CUB's radix ranks) is a warning: the
 solver takes those values as any values, and the algorithm that keeps them
-apart is not followed.
+apart is not followed. So is a write-write race in which every pair of
+threads stores the same value (a "not converged" flag that many threads
+clear): the word ends with that value whichever store lands last. And so
+is a race that needs a loop bounded by a count read from shared memory to
+run more trips than a count of the block's threads or of a shared array's
+elements allows.
 
 ## Why is this bad?
 Threads of a block run in no guaranteed order. A thread that reads a word
@@ -27,7 +32,8 @@ another thread writes, with no barrier between, reads the old or the new
 value depending on scheduling: the result changes from run to run, from GPU
 to GPU, and often only under load. Two unordered writes of one word leave
 either value; CUDA calls both a data race (undefined behaviour), even when
-the two writes store the same value.
+the two writes store the same value (which is why that case is still
+reported, as a warning).
 
 ## Example
 ```python
@@ -180,7 +186,8 @@ class SharedRace(Rule):
             solver_note,
             verb,
         )
-        from tolk_lint.analysis.memory.phrases import shared_data_note
+        from tolk_lint.analysis.memory.loaded_counts import needs_large_count
+        from tolk_lint.analysis.memory.phrases import large_count_note, same_value_note, shared_data_note
 
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
@@ -202,8 +209,13 @@ class SharedRace(Rule):
                 msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: {access_text(later)} {verb_later} a word "
                        f"of {buf} that another thread {verb_other} with {access_at(other)}, with no barrier between "
                        "them")  # fmt: skip
-            if r.same_value:
-                msg += " (both threads store the same value, which is still a data race in CUDA's memory model)"
+            # every pair of the line stores one value into the word: whichever store lands
+            # last, the word ends with that value (a convergence flag, "some thread found one")
+            same_value = all(g.same_value and g.kind == "write-write" for g in group)
+            if same_value:
+                msg += same_value_note()
+            elif r.same_value:
+                msg += " (these two threads store the same value, which is still a data race in CUDA's memory model)"
             if r.kind == "read-write" and later.reads and other.writes and later.instr is not other.instr:
                 msg += "; the read may see the old or the new value"
             msg += solver_note(r)
@@ -221,12 +233,18 @@ class SharedRace(Rule):
             if len(more) > MORE_NOTES:
                 related.append(Related(f"and with {len(more) - MORE_NOTES} more accesses of {buf}"))
             data = {"kind": r.kind, "buffer": pretty_buffer(later.root or other.root), "solver": r.solver,
-                    "other_line": other.line, "same_value": r.same_value}  # fmt: skip
+                    "other_line": other.line, "same_value": same_value}  # fmt: skip
             # both addresses computed from per-thread values read from shared memory
             # (ranks, offsets): the witness picks those values freely, so it is a warning
             load = facts.shared_data_of(later, varying=True)
             if load is not None and facts.shared_data_of(other, varying=True) is not None:
                 msg += shared_data_note(load, both=True)
                 data["shared_data"] = True
+            elif not same_value and r.solver == "sat" and r.goal is not None:
+                count = needs_large_count(facts, r.goal[0], r.goal[1], list(r.trips),
+                                          [later.instr.block, other.instr.block])  # fmt: skip
+                if count is not None:
+                    msg += large_count_note(count)
+                    data["shared_data"] = True
             d = self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
-            yield dataclasses.replace(d, severity=Severity.WARNING) if data.get("shared_data") else d
+            yield dataclasses.replace(d, severity=Severity.WARNING) if data.get("shared_data") or same_value else d

@@ -21,7 +21,11 @@ are reported (and searched) once, at the first. An index computed from a
 value read from memory (a slot a prefix sum computed in shared memory, an
 index array's entry, a histogram's sample) is a warning: the solver takes
 that value as any value, and the algorithm or the data that keep it in
-range are not followed.
+range are not followed. So is an access that leaves its array only when a
+loop bounded by a count read from shared memory runs more trips than a count
+of the block's threads or of a shared array's elements allows. A PTX access
+whose scaled index (`x << 2`, `x * 4`) overflows its 32-bit register is out
+of bounds, though the wrapped offset may look small.
 
 ## Why is this bad?
 Shared memory is not bounds-checked: a store past the end of one array
@@ -154,7 +158,8 @@ class SharedOutOfBounds(Rule):
 
     def check(self, ctx: RuleContext):
         from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
-        from tolk_lint.analysis.memory.phrases import shared_data_note
+        from tolk_lint.analysis.memory.loaded_counts import needs_large_count
+        from tolk_lint.analysis.memory.phrases import large_count_note, shared_data_note
         from tolk_lint.launch.choose import shared_declaration
 
         facts = ctx.memory()
@@ -194,5 +199,11 @@ class SharedOutOfBounds(Rule):
             if load is not None:
                 msg += shared_data_note(load, both=False)
                 data["shared_data"] = True
+            elif f.solver == "sat" and f.goal is not None:
+                # it needs a loop bounded by a count read from shared memory to run long
+                load = needs_large_count(facts, f.goal[0], f.goal[1], [f.trips], [ins.block])
+                if load is not None:
+                    msg += large_count_note(load)
+                    data["shared_data"] = True
             d = self.diagnostic(ins, msg, kernel=ctx.kernel, related=related, witness=f.witness, data=data)
             yield dataclasses.replace(d, severity=Severity.WARNING) if load is not None else d

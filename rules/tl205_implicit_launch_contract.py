@@ -29,7 +29,13 @@ linted again, every rule, with the contract as the launch constraint: that
 lint is the proof, so **a kernel reported clean under a contract is clean
 for every block that satisfies it**. A finding that holds for every block
 (it holds with two threads already, as a missing barrier does) is no
-matter of shape: it stays an error, reported under the contract. A kernel
+matter of shape: it stays an error, reported under the contract. So does
+a race of the block a one-dimensional kernel's shared array is sized for:
+when its out-of-bounds findings alone give `blockDim.x <= TPB` with `TPB`
+one of its array sizes (`sm = cuda.shared.array(TPB)` indexed by the
+thread), a race that would need a smaller contract (a tree reduction
+without its first barrier is race-free only up to `TPB / 2` threads) is a
+bug of that block, and the contract stays `blockDim.x <= TPB`. A kernel
 with no natural contract keeps the errors of the lint without a shape,
 and so does one whose search runs out of the time budget: each of
 those errors then says so in a note.

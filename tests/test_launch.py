@@ -369,6 +369,41 @@ def test_a_kernel_wrong_for_every_block_keeps_its_errors():
     assert {d.code for d in _lint(off_by_one)} == {"TL202"}  # right up to 63 threads: no natural contract
 
 
+TREE_NO_FIRST_BARRIER = """
+from numba import cuda, float32
+TPB = 128
+
+@cuda.jit
+def reduce_nosync(values, partials):
+    sm = cuda.shared.array(TPB, float32)
+    tid = cuda.threadIdx.x
+    sm[tid] = values[cuda.grid(1)]
+    s = TPB // 2
+    while s > 0:
+        if tid < s:
+            sm[tid] += sm[tid + s]
+        cuda.syncthreads()
+        s //= 2
+    if tid == 0:
+        partials[cuda.blockIdx.x] = sm[0]
+"""
+
+
+def test_a_race_of_the_block_the_shared_array_is_sized_for_is_not_contracted_away():
+    # race-free only up to 64 threads (no barrier before the first trip), but `sm`
+    # is sized for 128: the contract is blockDim.x <= 128 and the race an error under it
+    diags = _lint(TREE_NO_FIRST_BARRIER)
+    [tl205] = [d for d in diags if d.code == "TL205"]
+    assert tl205.data["contract"]["dims"] == [128, 1, 1], tl205.message
+    assert "1 race(s) hold for the block its shared arrays are sized for" in tl205.message
+    races = [d for d in diags if d.code == "TL201"]
+    assert races and all(d.severity.value == "error" and "the launch contract TL205 inferred" in d.message
+                         for d in races)  # fmt: skip
+    # with the barrier the kernel is clean under the same contract
+    fixed = TREE_NO_FIRST_BARRIER.replace("    s = TPB // 2\n", "    cuda.syncthreads()\n    s = TPB // 2\n")
+    assert [d.code for d in _lint(fixed)] == ["TL205"]
+
+
 def test_a_power_of_two_contract():
     """``t & (n - 1)`` is ``t`` for a power-of-two block only: any other
     size makes two threads store one element (a block of 3 already), so no

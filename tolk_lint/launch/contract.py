@@ -223,13 +223,13 @@ class Inference:
             return None
         full = tuple(bounds.get(d, 1) for d in range(3))
         c = Contract(full, min(self.limit, full[0] * full[1] * full[2]), "box")  # type: ignore[arg-type]
-        if c.threads >= MIN_THREADS and self.holds(needs, ("box", full), lambda z3, n: _box(z3, n, full)):
+        if c.threads >= MIN_THREADS and self.holds(needs, ("box", full), lambda z3, n: box_constraints(z3, n, full)):
             return c
         tries = []
         for d in self.dims:
             others = {e: bounds[e] for e in self.dims if e != d}
             got = self._largest(needs, ("box-axis", d) + tuple(sorted(others.items())),
-                                lambda z3, n, v, d=d, others=others: _box(z3, n, _dims(d, v, others)))  # fmt: skip
+                                lambda z3, n, v, d=d, others=others: box_constraints(z3, n, _dims(d, v, others)))  # fmt: skip
             if got is not None:
                 tries.append(_dims(d, got, others))
         best: Contract | None = None
@@ -237,7 +237,7 @@ class Inference:
             if any(dims[d] < 2 for d in self.dims):
                 continue
             c = Contract(dims, min(self.limit, dims[0] * dims[1] * dims[2]), "box")  # type: ignore[arg-type]
-            if c.threads < MIN_THREADS or not self.holds(needs, ("box", dims), lambda z3, n, dims=dims: _box(z3, n, dims)):
+            if c.threads < MIN_THREADS or not self.holds(needs, ("box", dims), lambda z3, n, dims=dims: box_constraints(z3, n, dims)):
                 continue
             if best is None or (c.threads, min(dims[d] for d in self.dims)) > \
                     (best.threads, min(best.dims[d] for d in self.dims)):  # fmt: skip
@@ -360,7 +360,7 @@ def _dims(d: int, bound: int, others: dict[int, int]) -> tuple[int, int, int]:
     return (out[0], out[1], out[2])
 
 
-def _box(z3, ntid, dims) -> list:
+def box_constraints(z3, ntid, dims) -> list:
     return [ntid[d] == 1 if dims[d] == 1 else z3.ULE(ntid[d], dims[d]) for d in range(3)]
 
 

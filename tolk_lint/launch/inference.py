@@ -18,7 +18,7 @@ from tolk_lint import budget
 from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Related, Severity, where_lines
 from tolk_lint.ir.nodes import Kernel, Module
 from tolk_lint.launch.choose import FOR_EVERY_BLOCK, definition_origin, forget, use
-from tolk_lint.launch.contract import CODES, Inference, Need, inferred_shape, needs_of, user_line
+from tolk_lint.launch.contract import CODES, Inference, Need, box_constraints, inferred_shape, needs_of, user_line
 from tolk_lint.launch.mangled import read_entry
 from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, block_text
 from tolk_lint.registry import selected
@@ -77,7 +77,9 @@ def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tup
     inf = Inference(k, dims, k.launch.threads or MAX_THREADS, facts.rlimit)
     everywhere = inf.wrong_everywhere(needs)
     fixable = [n for n in needs if n not in everywhere]
-    stays = {(n.code, n.line) for n in everywhere}
+    below = races_below_arrays(inf, fixable)
+    fixable = [n for n in fixable if n not in below]
+    stays = {(n.code, n.line) for n in everywhere + below}
     for _ in range(ROUNDS):
         if not fixable:
             return None
@@ -92,7 +94,7 @@ def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tup
             return None
         if not any(d.code in codes and (d.code, d.span.line) not in stays for d in diags):
             log.debug("launch contract of %s: %s after %d questions", k.name, shape.what(), inf.questions)
-            return shape, diags + [tl205(module, k, shape, fixable, everywhere, inf)]
+            return shape, diags + [tl205(module, k, shape, fixable, everywhere, inf, below)]
         more = needs_of(k._cache["memory"], codes)
         if more is None:
             return None
@@ -100,8 +102,34 @@ def _infer(module: Module, k: Kernel, facts, codes: tuple[str, ...], run) -> tup
     return None
 
 
+def races_below_arrays(inf: Inference, fixable: list[Need]) -> list[Need]:
+    """The races no contract may remove: those that hold for the block the
+    kernel's shared arrays are sized for. When, in a kernel indexed in one
+    dimension, the out-of-bounds findings alone give a bound that is one of
+    the kernel's array sizes
+    (``sm = cuda.shared.array(TPB)`` indexed by the thread: ``blockDim.x <=
+    TPB``), that is the block it was written for; a race that needs a smaller
+    contract (the tree reduction without its first barrier is race-free only
+    up to ``TPB / 2`` threads) is a bug of that block, not a limit of the
+    kernel, and is reported under the box."""
+    bounds = [n for n in fixable if n.code == "TL202"]
+    races = [n for n in fixable if n.code == "TL201"]
+    if not bounds or not races or len(inf.dims) != 1:
+        # a two-dimensional tile's flat PTX array admits many boxes: which block it is sized for is not known
+        return []
+    c = inf.derive(bounds)
+    if not isinstance(c, Contract) or c.family != "box" or c.pow2 or c.threads not in inf.guesses:
+        return []
+    dims = c.dims
+    keys = set()
+    for n in races:
+        if n.key not in keys and not inf.holds([n], ("box", dims), lambda z3, ntid: box_constraints(z3, ntid, dims)):
+            keys.add(n.key)
+    return [n for n in races if n.key in keys]
+
+
 def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], everywhere: list[Need],
-          inf: Inference) -> Diagnostic:
+          inf: Inference, below: list[Need] = ()) -> Diagnostic:  # type: ignore[assignment]
     """TL205 at the kernel's header: the contract, which accesses need it, how to declare it."""
     c = shape.contract
     block = shape.block
@@ -116,6 +144,10 @@ def tl205(module: Module, k: Kernel, shape: LaunchShape, needs: list[Need], ever
                f"{_declarations(k, largest, c)}")  # type: ignore[arg-type]  # fmt: skip
     if everywhere:
         message += f" ({len(everywhere)} finding(s) hold for every block and are still reported)"
+    if below:
+        races = len({n.key for n in below})
+        message += (f" ({races} race(s) hold for the block its shared arrays are sized for, and are reported "
+                    "under the contract)")  # fmt: skip
     related = []
     for n in needs[:EXAMPLES]:
         example = _smallest_example(inf, n, shape)

@@ -22,7 +22,7 @@ from tolk_lint import budget
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.accesses import block_line, block_where, pretty_buffer, source_key
 from tolk_lint.analysis.memory.evaluator import Unevaluable, sym_add
-from tolk_lint.analysis.memory.query import Query, model_value
+from tolk_lint.analysis.memory.query import Query, model_value, overflowing_thread
 from tolk_lint.analysis.memory.ranks import rank_in_bounds
 from tolk_lint.ir.nodes import type_bits
 
@@ -42,6 +42,7 @@ class OutOfBounds:
     solver: str = "sat"
     # (query, condition): what the solver was asked, for the launch contract (TL205) to ask again
     goal: tuple | None = None
+    trips: dict | None = None  # loop -> the thread's trip term in ``goal``'s query
 
 
 def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
@@ -109,7 +110,7 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         assumed = mf.assumed_launch()
         goal = (q, z3.And(*cond, bad))
         if v.status == "unknown":
-            out.append(OutOfBounds(acc, None, "", assumed, "unknown", goal))
+            out.append(OutOfBounds(acc, None, "", assumed, "unknown", goal, tr))
             continue
         m = v.small_model()  # the witness shown: small threads and inputs
         vals = [model_value(m, e) for e in detail_vals]
@@ -141,7 +142,9 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         if inputs:
             desc += " when " + smt.inputs_text(mf.k, inputs)
         w["description"] = desc
-        out.append(OutOfBounds(acc, w, detail, assumed, "sat", goal))
+        if any(z3.is_true(m.eval(o, model_completion=True)) for o in q.scaled_overflows(acc, 0)):
+            detail += " (its scaled index overflows 32 bits: the array's start plus a wrapped offset)"
+        out.append(OutOfBounds(acc, w, detail, assumed, "sat", goal, tr))
     return out
 
 
@@ -179,6 +182,9 @@ def _question(mf: MemoryCore, q: Query, acc: Access):
         bad = z3.BoolVal(True) if width > nbytes else z3.UGT(off, nbytes - width)
     else:
         bad = z3.Or(z3.UGT(width, nbytes), z3.UGT(off, z3.BitVecVal(nbytes, W) - width))
+    overflows = q.scaled_overflows(acc, 0)
+    if overflows:
+        bad = z3.Or(bad, *overflows)
     return tr, bad, [off]
 
 
@@ -216,6 +222,9 @@ def _concrete_verdict(mf: MemoryCore, acc: Access):
                 continue
             if acc.base is None or buf.bytes is None:
                 return None
+            t_over = overflowing_thread(ev, acc, mf.k.language)
+            if t_over is not None and (act is None or act[t_over]):
+                return t_over  # its scaled index overflows: out of bounds wherever it lands
             sy, c = ev.ev(acc.addr)
             sb, cb = ev.ev(acc.base)
         except Unevaluable:

@@ -62,6 +62,21 @@ def solver_note(r: Race) -> str:
     return ""
 
 
+def same_value_note() -> str:
+    """Why two unordered stores of one value are a warning (TL201)."""
+    return ("; both threads store the same value, so the word ends with that value whichever store lands last: "
+            "a warning, not an error, though CUDA's memory model still calls it a data race (an atomic store, "
+            "or one thread storing, says it is meant)")  # fmt: skip
+
+
+def large_count_note(load: Instr) -> str:
+    """Why a finding that needs a loop bounded by a loaded count to run long
+    is a warning (`loaded_counts.needs_large_count`)."""
+    return (f"; it needs a loop whose bound is read from shared memory ({access_text_of(load)}) to run more trips "
+            "than a count of the block's threads or of a shared array's elements allows: a warning, not an error, "
+            "since the analysis takes that count as any value and does not follow the algorithm that computes it")  # fmt: skip
+
+
 def shared_data_note(load: Instr, both: bool) -> str:
     """Why a finding whose address is computed from a loaded value is a
     warning: the loaded values are taken as any values (`MemoryCore.shared_data_of`)."""

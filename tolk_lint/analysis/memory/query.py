@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
-from tolk_lint.analysis.memory.loops import TRIP_BOUND, exit_tests, inside_successor
+from tolk_lint.analysis.memory.loops import TRIP_BOUND, const_int, exit_tests, inside_successor
 from tolk_lint.ir.cfg import Loop
-from tolk_lint.ir.nodes import Block, is_signed
+from tolk_lint.ir.nodes import Block, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -30,6 +30,62 @@ if TYPE_CHECKING:
 O = Opcode
 
 SHARED_WINDOW = 1 << 24  # shared addresses live below this
+_ADDEND_WALK = 8  # values of an address's sum searched for scaled indices
+
+
+def scaled_addends(acc: Access, language: str) -> list[tuple[Any, Opcode, int]]:
+    """The ``x << c`` and ``x * c`` terms added into a PTX address (the
+    element index times the element size, a row times its pitch), as
+    ``(x, op, c)``. nvcc computes shared addresses in 32 bits, where ``bi *
+    4`` with ``bi = 3 * 2**30`` wraps to ``base + 0``; in CUDA C the pointer
+    is 12 GiB past the array. An access whose scaled index does not fit the
+    register (as a signed value) is out of bounds (TL202's) wherever the
+    wrapped address lands, and is no race on the array. The index itself may
+    wrap (unsigned arithmetic does, in C too): only the scaling is checked."""
+    if language == "python" or acc.addr is None:
+        return []
+    out = []
+    stack, seen = [acc.addr], 0
+    while stack and seen < _ADDEND_WALK:
+        v = stack.pop()
+        seen += 1
+        d = v.defn
+        if d is None or d.attrs.get("wide") or d.attrs.get("hi") or len(d.args) != 2:
+            continue
+        if d.op is O.ADD:
+            stack.extend(d.args)
+            continue
+        if d.op not in (O.SHL, O.MUL):
+            continue
+        c, x = const_int(d.args[1]), d.args[0]
+        if c is None and d.op is O.MUL:
+            c, x = const_int(d.args[0]), d.args[1]
+        if c is not None and not (d.op is O.MUL and c in (0, 1, -1)):
+            out.append((x, d.op, c))
+    return out
+
+
+def overflowing_thread(ev, acc: Access, language: str) -> int | None:
+    """A thread of the concrete pass's evaluator ``ev`` whose scaled index
+    of ``acc`` overflows (`scaled_addends`), or None (none does, or a value
+    it cannot evaluate)."""
+    from tolk_lint.analysis.memory.evaluator import Unevaluable
+
+    for x, op, c in scaled_addends(acc, language):
+        try:
+            sy, vals = ev.ev(x)
+        except Unevaluable:
+            continue
+        if sy:
+            continue
+        w = type_bits(x.type) if x.type != "ptr" else 64
+        half = 1 << (w - 1)
+        for t, xv in enumerate(vals if isinstance(vals, list) else [vals]):
+            xs = (xv + half) % (1 << w) - half
+            y = xs << c if op is O.SHL else xs * c
+            if not -half <= y < half:
+                return t
+    return None
 
 
 class Query:
@@ -484,9 +540,27 @@ class Query:
                 return []
             start = f[0]
             base = enc.fit(enc._bv(enc.enc(acc.base, t)), start.size(), False)
-            return [z3.ULE(start - base, nbytes - f[1])]
+            return [z3.ULE(start - base, nbytes - f[1])] + [z3.Not(o) for o in self.scaled_overflows(acc, t)]
         except Exception:  # noqa: BLE001
             return []
+
+    def scaled_overflows(self, acc: Access, t: int) -> list:
+        """"A scaled index of ``acc``'s address overflows" (`scaled_addends`),
+        one term each, for thread ``t``."""
+        z3 = self.z3
+        enc = self.enc
+        out = []
+        for x, op, c in scaled_addends(acc, self.k.language):
+            try:
+                e = enc._bv(enc.enc(x, t))
+            except Exception:  # noqa: BLE001 - a value the encoder cannot read: no term
+                continue
+            w = e.size()
+            if op is O.SHL and 0 < c < w:
+                out.append((e << c) >> c != e)
+            elif op is O.MUL:
+                out.append(z3.SignExt(w, e) * c != z3.SignExt(w, e * c))
+        return out
 
     def _in_one_of(self, acc: Access, t: int, trips, f) -> list:
         """A pointer chosen between static buffers stays inside one of them

@@ -64,6 +64,8 @@ class Race:
     # (query, condition, access, access): instances of this finding's line the search did not
     # ask about (`RaceSearch._covering`), which a launch contract (TL205) must rule out too
     also: list = field(default_factory=list, repr=False)
+    # each thread's trips (loop -> trip term) in ``goal``'s query, when it asked the question
+    trips: tuple = field(default=(), repr=False)
 
 
 def races_by_line(races: Iterable[Race], code: str) -> dict[tuple, list[Race]]:

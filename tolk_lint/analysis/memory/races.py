@@ -43,7 +43,7 @@ from tolk_lint.analysis.memory.copies import compose, copy_walk
 from tolk_lint.analysis.memory.core import STATS
 from tolk_lint.analysis.memory.loops import inside_successor, never_left_at
 from tolk_lint.analysis.memory.phases import compatible, loose, normalize, vec_repr
-from tolk_lint.analysis.memory.query import model_value
+from tolk_lint.analysis.memory.query import model_value, overflowing_thread
 from tolk_lint.analysis.memory.race_findings import Race, direct_race, race_finding
 from tolk_lint.analysis.memory.ranks import decode_private, residue_private, thread_private
 from tolk_lint.analysis.memory.warp_masks import lane_pair_constraint
@@ -320,7 +320,8 @@ class RaceSearch:
         rest = []
         for b, vb in kept:
             h = hints.get(id(b), {}).get(vec_repr(vb))
-            if h is not None and h[2] and lane_rows is None and not self._around_barriers(a, va, b, vb):
+            if h is not None and h[2] and lane_rows is None and not self._around_barriers(a, va, b, vb) \
+                    and not self._overflows(a, b, h):  # fmt: skip
                 self._kind_vec = vb if a.kind == "copy" else None
                 r = direct_race(self.mf, a, b, h, code, walks, same_thread, self._kind_vec)
                 out.append(r)
@@ -375,6 +376,8 @@ class RaceSearch:
                     and qx is q:  # fmt: skip
                 r = self._prefer_same_trip(q, a, ta, it, base, r, fa, walks, same_thread) or r
             r.goal = (q, z3.And(*base, it[4]))
+            if qx is q:
+                r.trips = (ta, it[2])
             out.append(r)
             self._note_found(r)
 
@@ -541,6 +544,13 @@ class RaceSearch:
         if v.status != "sat":
             return None
         return q2, ta, fa, (b, vb, tb, fb, full, ov), v.small_model()
+
+    def _overflows(self, a, b, hint) -> bool:
+        """Whether a scaled index of the concrete pair overflows: out of
+        bounds, not a race (`query.scaled_addends`); the solver decides it."""
+        lang = self.mf.k.language
+        return any(overflowing_thread(self.mf.evaluator(ctx), acc, lang) is not None
+                   for acc, ctx in ((a, hint[3]), (b, hint[4])))  # fmt: skip
 
     def _around_barriers(self, a: Access, va: Vec, b: Access, vb: Vec) -> bool:
         """Whether a barrier lies on some way into ``a`` or ``b`` from a phase
