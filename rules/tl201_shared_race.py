@@ -24,7 +24,9 @@ threads stores the same value (a "not converged" flag that many threads
 clear): the word ends with that value whichever store lands last. And so
 is a race that needs a loop bounded by a count read from shared memory to
 run more trips than a count of the block's threads or of a shared array's
-elements allows.
+elements allows, and one in a kernel made by a factory (a Numba kernel
+nested in a function) that holds only for some values of the factory's
+argument, when no call in the file gives that argument.
 
 ## Why is this bad?
 Threads of a block run in no guaranteed order. A thread that reads a word
@@ -186,8 +188,14 @@ class SharedRace(Rule):
             solver_note,
             verb,
         )
+        from tolk_lint.analysis.memory.factory_values import needs_factory_value
         from tolk_lint.analysis.memory.loaded_counts import needs_large_count
-        from tolk_lint.analysis.memory.phrases import large_count_note, same_value_note, shared_data_note
+        from tolk_lint.analysis.memory.phrases import (
+            factory_value_note,
+            large_count_note,
+            same_value_note,
+            shared_data_note,
+        )
 
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
@@ -246,5 +254,9 @@ class SharedRace(Rule):
                 if count is not None:
                     msg += large_count_note(count)
                     data["shared_data"] = True
+                elif needs := needs_factory_value(facts, r.goal[0], r.goal[1], 2):
+                    msg += factory_value_note(needs)
+                    data["factory_value"] = True
             d = self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
-            yield dataclasses.replace(d, severity=Severity.WARNING) if data.get("shared_data") or same_value else d
+            warning = data.get("shared_data") or data.get("factory_value") or same_value
+            yield dataclasses.replace(d, severity=Severity.WARNING) if warning else d

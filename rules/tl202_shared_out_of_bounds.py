@@ -23,7 +23,10 @@ index array's entry, a histogram's sample) is a warning: the solver takes
 that value as any value, and the algorithm or the data that keep it in
 range are not followed. So is an access that leaves its array only when a
 loop bounded by a count read from shared memory runs more trips than a count
-of the block's threads or of a shared array's elements allows. A PTX access
+of the block's threads or of a shared array's elements allows, and one in
+a kernel made by a factory (a Numba kernel nested in a function) that holds
+only for some values of the factory's argument, when no call in the file
+gives that argument. A PTX access
 whose scaled index (`x << 2`, `x * 4`) overflows its 32-bit register is out
 of bounds, though the wrapped offset may look small.
 
@@ -158,8 +161,9 @@ class SharedOutOfBounds(Rule):
 
     def check(self, ctx: RuleContext):
         from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
+        from tolk_lint.analysis.memory.factory_values import needs_factory_value
         from tolk_lint.analysis.memory.loaded_counts import needs_large_count
-        from tolk_lint.analysis.memory.phrases import large_count_note, shared_data_note
+        from tolk_lint.analysis.memory.phrases import factory_value_note, large_count_note, shared_data_note
         from tolk_lint.launch.choose import shared_declaration
 
         facts = ctx.memory()
@@ -205,5 +209,9 @@ class SharedOutOfBounds(Rule):
                 if load is not None:
                     msg += large_count_note(load)
                     data["shared_data"] = True
+                elif needs := needs_factory_value(facts, f.goal[0], f.goal[1], 1):
+                    msg += factory_value_note(needs)
+                    data["factory_value"] = True
             d = self.diagnostic(ins, msg, kernel=ctx.kernel, related=related, witness=f.witness, data=data)
-            yield dataclasses.replace(d, severity=Severity.WARNING) if load is not None else d
+            warning = data.get("shared_data") or data.get("factory_value")
+            yield dataclasses.replace(d, severity=Severity.WARNING) if warning else d

@@ -77,6 +77,18 @@ def large_count_note(load: Instr) -> str:
             "since the analysis takes that count as any value and does not follow the algorithm that computes it")  # fmt: skip
 
 
+def factory_value_note(params: list[Instr]) -> str:
+    """Why a finding that holds only for some values of a kernel factory's
+    arguments is a warning (`factory_values.needs_factory_value`)."""
+    names = ", ".join(f"`{p.attrs['name']}`" for p in params)
+    factories = ", ".join(dict.fromkeys(f"`{p.attrs['factory']}`" for p in params))
+    one = len(params) == 1
+    return (f"; it holds only for some values of {names}, {'an argument' if one else 'arguments'} of {factories} "
+            f"that the kernel reads as {'a constant' if one else 'constants'} (not when {'it is' if one else 'each is'} "
+            "1), and no call in this file gives the value: a warning, not an error; a `# tolk: assume` line in the "
+            "kernel's body states the values it is made for")  # fmt: skip
+
+
 def shared_data_note(load: Instr, both: bool) -> str:
     """Why a finding whose address is computed from a loaded value is a
     warning: the loaded values are taken as any values (`MemoryCore.shared_data_of`)."""

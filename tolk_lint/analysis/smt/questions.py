@@ -79,7 +79,14 @@ def inputs_text(k, inputs: dict[str, Any]) -> str:
     """A witness's inputs in words, each parameter by the name its source
     gives it: ``n = 2`` for the PTX ``_Z4scanPfS_i_param_2``."""
     labels = {p.name: p.label for p in k.params if p.label}
-    return ", ".join(f"{labels.get(name, name)} = {v}" for name, v in sorted(inputs.items()))
+    # a factory's parameter that is one of several functions: the function, not its number
+    choices = {i.attrs["name"]: i.attrs["choices"] for i in k.entry.instrs if "choices" in i.attrs}
+
+    def shown(name: str, v: Any) -> Any:
+        c = choices.get(name)
+        return c[v] if c and isinstance(v, int) and 0 <= v < len(c) else v
+
+    return ", ".join(f"{labels.get(name, name)} = {shown(name, v)}" for name, v in sorted(inputs.items()))
 
 
 def _proof(verdict: Verdict, enc: Encoder, detail: str = "") -> Proof:

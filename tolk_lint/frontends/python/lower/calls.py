@@ -8,7 +8,11 @@ of the file to `inlining`, an external device function (``cuda.declare_device``)
 to a CALL; a kernel, an unjitted function, a method or an unknown global
 to an OPAQUE (TL002). Also the argument matching the intrinsics share.
 
-Imports: `values`, the finder's `ExternInfo`, `vocabulary`, `tolk_lint.ir`.
+A factory's parameter that the file's calls give several of its functions
+is a call of each, on its own path (`call_choice`).
+
+Imports: `values`, `conversion`'s ``join_types``, the finder's `ExternInfo`,
+`vocabulary`, `tolk_lint.ir`.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from typing import Any
 
 from tolk_lint.frontends.python import vocabulary as V
 from tolk_lint.frontends.python.finder import ExternInfo
+from tolk_lint.frontends.python.lower.conversion import join_types
 from tolk_lint.frontends.python.lower.values import (
     ArrayRef,
+    ChoiceRef,
     FuncRef,
     GlobalRef,
     MethodRef,
@@ -39,18 +45,9 @@ class Calls:
         if isinstance(callee, QualRef):
             return self.call_qual(callee.qual, node)
         if isinstance(callee, FuncRef):
-            info = callee.info
-            if isinstance(info, ExternInfo):
-                return self.call_op(node, info.name, "external device function")
-            if info.kind in ("device", "host"):
-                return self.inline(info, node)
-            if info.kind == "kernel":
-                return self.opaque_call(
-                    node, f"call:{info.name}", f"{info.name}(...)", "a kernel called from a kernel"
-                )
-            return self.opaque_call(
-                node, f"call:{info.name}", f"{info.name}(...)", "a function that is not jitted"
-            )
+            return self.call_function(callee.info, node)
+        if isinstance(callee, ChoiceRef):
+            return self.call_choice(callee, node)
         if isinstance(callee, MethodRef):
             if (
                 isinstance(callee.obj, ObjRef)
@@ -70,6 +67,59 @@ class Calls:
             )
             return self.opaque_call(node, f"global:{callee.name}", callee.name, why)
         return self.opaque_call(node, "call", None, "a call of an unknown object")
+
+    def call_function(self, info, node: ast.Call) -> Any:
+        """A call of a function of the file (or of a declared external one)."""
+        if isinstance(info, ExternInfo):
+            return self.call_op(node, info.name, "external device function")
+        if info.kind in ("device", "host"):
+            return self.inline(info, node)
+        if info.kind == "kernel":
+            return self.opaque_call(node, f"call:{info.name}", f"{info.name}(...)", "a kernel called from a kernel")
+        return self.opaque_call(node, f"call:{info.name}", f"{info.name}(...)", "a function that is not jitted")
+
+    def call_choice(self, choice: ChoiceRef, node: ast.Call) -> Any:
+        """A call of a factory's parameter that is one of several functions of
+        the file: each inlined on its own path, chosen by a uniform PARAM
+        (which kernel the factory made), the arguments lowered on each path."""
+        b = self.b
+        which = self.global_params.get(choice.name)
+        if which is None:
+            names = tuple(info.name for info in choice.infos)
+            attrs = {"name": choice.name, "global": True, "choices": names}  # a witness names the function
+            which = b.emit(O.PARAM, [], ("s64",), attrs=attrs, span=self.kernel.span, text=choice.name,
+                           names=(choice.name,), block=self.entry).result  # fmt: skip
+            self.global_params[choice.name] = which
+            self._factory_assumption(which, tuple(range(len(names))))
+        self.counter += 1
+        var = f"$choice{self.counter}"
+        join = b.block()
+        arms = []
+        for i, info in enumerate(choice.infos):
+            if i < len(choice.infos) - 1:
+                here, rest = b.block(), b.block()
+                self.branch(self.compare(ast.Eq(), which, PyConst(i), node), here, rest, node)
+                b.seal(here)
+                b.position(here)
+            lv = self.call_function(info, node)
+            void = isinstance(lv, PyConst) and lv.value is None
+            arms.append((b.current, lv if isinstance(lv, (Value, PyConst)) and not void else None))
+            if i < len(choice.infos) - 1:
+                b.seal(rest)
+                b.position(rest)
+        values = [lv for _, lv in arms]
+        t = None
+        if all(lv is not None for lv in values):
+            for lv in values:
+                t = self.type_of(lv) if t is None else join_types(t, self.type_of(lv), False)
+        for blk, lv in arms:
+            b.position(blk)
+            if t is not None:
+                b.write(var, self.coerce(lv, t, node))
+            self.jump(join, node)
+        b.seal(join)
+        b.position(join)
+        return b.read(var) if t is not None else PyConst(None)
 
     def call_args(self, node: ast.Call, names: list[str]) -> dict[str, ast.expr] | None:
         out: dict[str, ast.expr] = {}

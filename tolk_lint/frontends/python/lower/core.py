@@ -62,6 +62,7 @@ class LowererCore:
         self.reported: set[str] = set()
         self.shape_params: dict[tuple[str, int], Value] = {}
         self.global_params: dict[str, Value] = {}
+        self.deriving: set[tuple[int, str]] = set()  # closure variables being followed (`derived_value`)
         self.counter = 0
         self.name_hint: str | None = None
         self.unroll_nest = 1

@@ -13,8 +13,13 @@ TL002; so is an undefined name. Qualified names of ``numba.cuda`` that are
 values (``cuda.threadIdx.x``, ``cuda.warpsize``) become SPECIALs or
 constants here.
 
-Imports: `context`, `values`, the finder's builtins, `vocabulary`, `consts`,
-`tolk_lint.ir`.
+A closure or module variable assigned once from such names
+(``halo = window - 1``) is that expression over their PARAMs; a factory's
+parameter is the constant, or one of the constants, the file's calls give
+it (`factory_calls`), else a PARAM with attrs ``factory``.
+
+Imports: `context`, `values`, `limits`, the finder's builtins and scopes,
+`factory_calls`, `vocabulary`, `consts`, `tolk_lint.ir`.
 """
 
 from __future__ import annotations
@@ -24,11 +29,32 @@ from typing import Any
 
 from tolk_lint.frontends.python import vocabulary as V
 from tolk_lint.frontends.python.consts import is_scalar
+from tolk_lint.frontends.python.factory_calls import factory_values
 from tolk_lint.frontends.python.finder import BUILTIN_NAMES
+from tolk_lint.frontends.python.lower.limits import MAX_DERIVED_DEPTH
+from tolk_lint.frontends.python.scope import Binding, Flow, Scope
 from tolk_lint.frontends.python.lower.context import Frame
-from tolk_lint.frontends.python.lower.values import ArrayRef, FuncRef, GlobalRef, PyConst, QualRef, TupleLV
+from tolk_lint.frontends.python.lower.values import (
+    ArrayRef,
+    ChoiceRef,
+    FuncRef,
+    GlobalRef,
+    PyConst,
+    QualRef,
+    TupleLV,
+)
 from tolk_lint.ir.nodes import Value
 from tolk_lint.ir.opcodes import Opcode as O
+
+
+# operators a closure variable may be computed with and still be followed (`derived_value`)
+_DERIVED_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift,
+                ast.BitAnd, ast.BitOr, ast.BitXor)  # fmt: skip
+
+
+def _parameters(fn: ast.AST) -> set[str]:
+    a = fn.args
+    return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
 
 
 class _TupleVar:
@@ -166,7 +192,12 @@ class Environment:
         return self.global_name(name, node, f)
 
     def global_name(self, name: str, node: ast.AST, f: Frame) -> Any:
-        b, scope = f.scope.lookup(name, f.line)
+        return self.scoped_name(name, node, f.scope, f.line)
+
+    def scoped_name(self, name: str, node: ast.AST, where: Scope, line: int) -> Any:
+        """What ``name`` reads where ``where`` resolves it at ``line``: a
+        constant, an alias, a function, or a name of unknown value."""
+        b, scope = where.lookup(name, line)
         if b is None:
             if name in ("True", "False", "None"):
                 return PyConst({"True": True, "False": False, "None": None}[name])
@@ -181,12 +212,58 @@ class Environment:
             return FuncRef(b.value)
         if b.kind == "extern":
             return FuncRef(b.value)
-        why = (
-            "closure variable of unknown value"
-            if scope is not None and scope.kind == "function"
-            else "global of unknown value"
-        )
-        return GlobalRef(name, why, node)
+        if b.kind == "unknown" and scope is not None and scope.kind != "class":
+            derived = self.derived_value(name, b, scope, node)
+            if derived is not None:
+                return derived
+        in_function = scope is not None and scope.kind == "function"
+        why = "closure variable of unknown value" if in_function else "global of unknown value"
+        factory = None
+        if in_function and b.kind == "unknown" and b.value is None and name in _parameters(scope.node):
+            factory = scope.node  # a parameter of the function the kernel is nested in
+            given = factory_values(self.ctx.finder, factory, name)
+            if given is not None and isinstance(given[0], int):
+                if len(given) == 1:
+                    return PyConst(given[0])  # the one kernel the file's calls make
+            elif given is not None:
+                return FuncRef(given[0]) if len(given) == 1 else ChoiceRef(name, given)
+        return GlobalRef(name, why, node, factory)
+
+    def derived_value(self, name: str, b: Binding, scope: Scope, node: ast.AST) -> Any:
+        """A closure or module variable assigned once from others of unknown
+        value (a factory's ``halo = window - 1``): that expression over their
+        PARAMs, so that the solver knows how the two relate (two free PARAMs
+        would let it pick ``halo = 0, window = 101``). None for anything but
+        integer arithmetic over names and constants."""
+        flow = b.value
+        if not isinstance(flow, Flow) or flow.each or flow.index or len(scope.bindings.get(name, ())) != 1:
+            return None
+        key = (id(scope), name)
+        if key in self.deriving or len(self.deriving) >= MAX_DERIVED_DEPTH:
+            return None
+        self.deriving.add(key)
+        try:
+            return self._derived_expr(flow.expr, scope, b.line, node)
+        finally:
+            self.deriving.discard(key)
+
+    def _derived_expr(self, e: ast.expr, scope: Scope, line: int, node: ast.AST) -> Any:
+        if isinstance(e, ast.Constant):
+            return PyConst(e.value) if isinstance(e.value, int) else None
+        if isinstance(e, ast.Name):
+            v = self.scoped_name(e.id, node, scope, line)
+            scalar = isinstance(v, (GlobalRef, Value)) or (isinstance(v, PyConst) and isinstance(v.value, int))
+            return v if scalar else None
+        if isinstance(e, ast.BinOp) and type(e.op) in _DERIVED_OPS:
+            a = self._derived_expr(e.left, scope, line, node)
+            c = self._derived_expr(e.right, scope, line, node) if a is not None else None
+            return None if c is None else self.binop(type(e.op), a, c, node)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            a = self._derived_expr(e.operand, scope, line, node)
+            if a is None:
+                return None
+            return a if isinstance(e.op, ast.UAdd) else self.binop(ast.Sub, PyConst(0), a, node)
+        return None
 
     def static_qual(self, node: ast.AST) -> str | None:
         """The qualified name of a callee, without emitting anything."""
@@ -233,10 +310,28 @@ class Environment:
         v = self.global_params.get(g.name)
         if v is None:
             attrs = {"name": g.name, "global": True}
+            given = factory_values(self.ctx.finder, g.factory, g.name) if g.factory is not None else None
+            given = given if given and isinstance(given[0], int) else None
+            if g.factory is not None and given is None:
+                attrs["factory"] = g.factory.name  # any value: no call of the file says which
             v = self.b.emit(O.PARAM, [], ("s64",), attrs=attrs, span=self.kernel.span, text=g.name,
                             names=(g.name,), block=self.entry).result  # fmt: skip
             self.global_params[g.name] = v
+            if given:
+                self._factory_assumption(v, given)
         return v
+
+    def _factory_assumption(self, v: Value, given: tuple[int, ...] | None) -> None:
+        """Assume a factory's argument ``v`` is one of the values the file's
+        calls give it (`factory_calls`): an OR of equalities, in the entry."""
+        if not given:
+            return
+        out = None
+        for x in given:
+            c = self.b.emit(O.CONST, [], ("s64",), attrs={"value": x}, block=self.entry).result
+            eq = self.b.emit(O.CMP, [v, c], ("pred",), attrs={"cmp": "eq", "signed": True}, block=self.entry).result
+            out = eq if out is None else self.b.emit(O.OR, [out, eq], ("pred",), block=self.entry).result
+        self.kernel.assumptions.append(out)
 
     def global_array(self, g: GlobalRef, node) -> ArrayRef:
         base = self.global_value(g, node)

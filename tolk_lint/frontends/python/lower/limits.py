@@ -14,3 +14,4 @@ MAX_UNROLL_NEST = 64  # product of the unroll factors of nested unrolled loops
 MAX_UNROLL_NODES = 4000  # syntax nodes an unrolling may copy
 MAX_FOLDED_TUPLE = 1024
 MAX_INLINED_NODES = 20_000  # syntax nodes one kernel may inline in all (bounds 3-way recursion)
+MAX_DERIVED_DEPTH = 8  # closure variables computed from closure variables, followed (`derived_value`)

@@ -88,6 +88,18 @@ class FuncRef:
         self.info = info
 
 
+class ChoiceRef:
+    """A factory's parameter that the file's calls give one of several of
+    its functions (``make_binary_op_kernel(_add)``, ``(_hypot)``): a call of
+    it runs one of them, the same one in every thread (`Calls.call_choice`)."""
+
+    __slots__ = ("infos", "name")
+
+    def __init__(self, name: str, infos: tuple):
+        self.name = name
+        self.infos = infos
+
+
 class ObjRef:
     __slots__ = ("kind",)
 
@@ -106,9 +118,10 @@ class MethodRef:
 class GlobalRef:
     """A global or closure variable whose value the file does not give."""
 
-    __slots__ = ("name", "node", "why")
+    __slots__ = ("factory", "name", "node", "why")
 
-    def __init__(self, name: str, why: str, node: ast.AST | None = None):
+    def __init__(self, name: str, why: str, node: ast.AST | None = None, factory: ast.AST | None = None):
         self.name = name
         self.why = why
         self.node = node  # where the name is read, for the TL002
+        self.factory = factory  # the `def` whose parameter it is (a kernel factory's argument)
