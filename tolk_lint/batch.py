@@ -109,10 +109,12 @@ def lint_files(files: list[str], settings_of: Callable[[str], Settings], use_cac
                     bar.step(tasks[i][0])
         else:
             from tolk_lint.cache import Cache, lint_cached
+            from tolk_lint.kernel_workers import using
 
-            for i, (f, s, root) in enumerate(tasks):
-                results[i] = lint_cached(f, s, Cache(root) if root else None)[0]
-                bar.step(f)
+            with using(jobs):  # few files: the kernels of each in up to `jobs` processes
+                for i, (f, s, root) in enumerate(tasks):
+                    results[i] = lint_cached(f, s, Cache(root) if root else None)[0]
+                    bar.step(f)
     finally:
         bar.close()
     return sorted((results[i] for i in range(len(tasks))), key=lambda r: r.path)

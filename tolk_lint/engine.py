@@ -530,6 +530,7 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
     split): the findings of the kernels checked so far are dropped, and
     `parse` reports why."""
     from tolk_lint.frontends.ptx.stream import open_ptx
+    from tolk_lint.kernel_workers import lint_in_workers
 
     try:
         stream = open_ptx(text, path)
@@ -545,9 +546,29 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
     found: list[Diagnostic] = []
     linted: list[KernelOutline] = []
     complete = True
+    keys = [text_key(ft) if text_key is not None else None for ft in stream.entries]
+    cached = [kernel_cache.get(path, key) if key is not None else None for key in keys]  # type: ignore[union-attr]
+    shared: dict = {}
+    if progress is None:  # the language server lints in its own process, kernel by kernel
+        def check(k: Kernel) -> tuple[list[Diagnostic], bool]:
+            prepare(module, settings, [k])
+            return checker.analyse(k)
+
+        todo = [i for i, got in enumerate(cached) if not isinstance(got, ReadKernel)]
+        shared = lint_in_workers(stream, todo, check)
+    unread: list = []  # with workers: the entries the budget stopped before they were read
     for n, ft in enumerate(stream.entries, start=1):
-        key = text_key(ft) if text_key is not None else None
-        got = kernel_cache.get(path, key) if key is not None else None  # type: ignore[union-attr]
+        key = keys[n - 1]
+        got = cached[n - 1]
+        if n - 1 in shared:
+            got, keep = shared[n - 1]
+            if key is not None and keep:
+                checker.kept[key] = got
+            stream.reuse(ft, got.front_end)
+            found += got.findings
+            if got.outline is not None:
+                linted.append(got.outline)
+            continue
         if isinstance(got, ReadKernel):
             stream.reuse(ft, got.front_end)
             found += got.findings
@@ -558,10 +579,13 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
         try:
             k = stream.read(ft)
         except budget.BudgetExceeded as e:
-            if not linted:
+            if not linted and not shared:
                 return None, [_reading_stopped(path, e)], []
-            found.append(_reading_stopped(path, e, ft))
             complete = False
+            if shared:  # the workers read later entries: theirs stand, and one TL005 names the rest
+                unread.append((ft, e))
+                continue
+            found.append(_reading_stopped(path, e, ft))
             break
         except Exception:  # noqa: BLE001 - as above: the whole file is read again
             return None
@@ -580,6 +604,8 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
             checker.kept[key] = ReadKernel(findings, front_end, outline)
         if step is not None and n < len(stream.entries):  # after the last, the lint's own result
             step(found)
+    if unread:
+        found.append(_reading_stopped(path, unread[0][1], unread[0][0], unread=len(unread)))
     stream.reading = None
     if kernel_cache is not None:
         kernel_cache.store(path, checker.kept, complete)
@@ -587,14 +613,16 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
     return module, dedupe(module.diagnostics + found), linted
 
 
-def _reading_stopped(path: str, e: budget.BudgetExceeded, at=None) -> Diagnostic:
+def _reading_stopped(path: str, e: budget.BudgetExceeded, at=None, unread: int | None = None) -> Diagnostic:
     """TL005: the budget ran out while the file was read, before any kernel
     was checked, or, reading kernel by kernel, at the entry ``at``
-    (a `split.FunctionText`): it and the kernels after it were not analysed."""
+    (a `split.FunctionText`): it and the kernels after it were not analysed
+    (with workers, ``unread`` kernels from it on, the others read)."""
     if at is None:
         what, span = "nothing in it was analysed", Span(path, 1, 1)
     else:
-        what = f"the kernels from `{at.name}` (line {at.line}) on were not analysed"
+        what = (f"the kernels from `{at.name}` (line {at.line}) on were not analysed" if unread is None else
+                f"{unread} kernel(s) were not analysed, from `{at.name}` (line {at.line}) on")  # fmt: skip
         span = Span(path, at.line, at.column, at.name_line, at.name_end_column)
     message = f"reading the file stopped ({e.what}): {e.reason}; {what}"
     return Diagnostic("TL005", Severity.ERROR, message, span, data={"reason": e.reason, "unfinished": e.what},

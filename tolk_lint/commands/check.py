@@ -49,7 +49,7 @@ from tolk_lint.engine import LintResult, parse_error
 @click.option("--show-settings", is_flag=True, help="Print the resolved configuration and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be linted and exit.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the `.tolk_lint_cache` folder.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: one per CPU): for many files, one file each; for few, the kernels of a large PTX file.")
 @click.option(
     "--force-exclude", is_flag=True, help="Apply `exclude` and .gitignore to files named explicitly too."
 )
