@@ -359,6 +359,8 @@ def main() -> int:
         default=os.cpu_count() or 1,
         help="--corpus: nvcc compiles at once (the timed runs are always one at a time)",
     )
+    modes.add_argument("--lint-jobs", type=int, metavar="N",
+                       help="--corpus/--numba: pass -j N to tolk-lint (default: its own, one worker per CPU)")
     a = ap.parse_args()
     if a.corpus is not None or a.numba is not None:
         if a.select or a.ignore or a.ptx:

@@ -13,7 +13,10 @@ believes numbers on code like theirs. The CUDA mode (``--corpus``, default
    not timed against anything, so they may share the machine).
 2. Per file, one after the other, ``--repeat`` rounds of: ``tolk-lint check
    --no-cache --output-format json --exit-zero --time-budget B FILE`` in a
-   fresh process, then ``ptxas -arch=sm_80 -o /dev/null FILE`` (wall times).
+   fresh process (``-j N`` with ``--lint-jobs N``; by default tolk-lint shares
+   a large file's kernels among one worker per CPU, and its CPU time, the
+   workers' included, is printed beside the wall time), then ``ptxas
+   -arch=sm_80 -o /dev/null FILE`` (wall times).
    The two alternate so that a slow spell of the shared machine slows both
    sides of the ratio alike; the **median** of the rounds is reported (a fresh
    process's best run is a lucky one, its median what a user sees).
@@ -215,6 +218,7 @@ class Timing:
     the most kernels over budget in any round, and the last round's codes."""
 
     lint_s: list[float] = field(default_factory=list)
+    lint_cpu_s: list[float] = field(default_factory=list)  # with the kernel workers' (`-j`)
     ptxas_s: list[float] = field(default_factory=list)
     tl005: int = 0
     tl005_kinds: dict[str, int] = field(default_factory=dict)  # of the round with the most
@@ -234,9 +238,13 @@ class Timing:
         return self.lint / self.ptxas if self.ptxas else None
 
 
+LINT_JOBS: int | None = None  # `--lint-jobs`: tolk-lint's own -j (default: its default, one per CPU)
+
+
 def lint_round(path: Path, budget_s: float, t: Timing) -> None:
-    diags, wall, failure = rc.lint(path, budget_s)
+    diags, wall, cpu, failure = rc.lint_cpu(path, budget_s, LINT_JOBS)
     t.lint_s.append(wall)
+    t.lint_cpu_s.append(cpu)
     if diags is None:
         t.failure = failure
     else:
@@ -343,6 +351,7 @@ def run_corpus(folder: Path, args) -> dict:
         "files": len(files), "lines": sum(f.get("lines", 0) for f in files),
         "kernels": sum(f.get("kernels", 0) for f in files),
         "lint_s": sum(f.get("lint_s", 0.0) for f in files), "ptxas_s": sum(f.get("ptxas_s") or 0.0 for f in files),
+        "lint_cpu_s": sum(f.get("lint_cpu_s") or 0.0 for f in files),
         "slowest_ratio": slowest and slowest["ratio"], "slowest_file": slowest and slowest["file"],
         "median_ratio": statistics.median(ratios) if ratios else None,
         "kernels_over_budget": sum(f.get("tl005", 0) for f in files),
@@ -352,8 +361,9 @@ def run_corpus(folder: Path, args) -> dict:
 
 
 def timing_record(t: Timing) -> dict:
-    return {"lint_s": t.lint, "ptxas_s": t.ptxas, "ratio": t.ratio, "tl005": t.tl005, "tl005_kinds": t.tl005_kinds,
-            "lint_rounds_s": t.lint_s, "ptxas_rounds_s": t.ptxas_s, "codes": t.codes,
+    return {"lint_s": t.lint, "lint_cpu_s": statistics.median(t.lint_cpu_s) if t.lint_cpu_s else None,
+            "ptxas_s": t.ptxas, "ratio": t.ratio, "tl005": t.tl005, "tl005_kinds": t.tl005_kinds,
+            "lint_rounds_s": t.lint_s, "lint_cpu_rounds_s": t.lint_cpu_s, "ptxas_rounds_s": t.ptxas_s, "codes": t.codes,
             **({"failure": t.failure} if t.failure else {})}  # fmt: skip
 
 
@@ -394,15 +404,16 @@ def print_corpus(res: dict, args) -> None:
     rows = []
     for f in res["files"]:
         if "lines" not in f:
-            rows.append([f["file"] + " (" + f["failure"] + ")", *["-"] * 6])
+            rows.append([f["file"] + " (" + f["failure"] + ")", *["-"] * 7])
             continue
         mark = " !" if f.get("failure") else ""
         rows.append([f["file"] + mark, f"{f['lines']:,}", str(f["kernels"]), seconds(f["lint_s"]),
-                     seconds(f["ptxas_s"]), times(f["ratio"]), tl005_cell(f)])  # fmt: skip
+                     seconds(f.get("lint_cpu_s")), seconds(f["ptxas_s"]), times(f["ratio"]), tl005_cell(f)])  # fmt: skip
     t = res["totals"]
-    rows.append(["**total**", f"{t['lines']:,}", str(t["kernels"]), seconds(t["lint_s"]), seconds(t["ptxas_s"]),
-                 times(t["lint_s"] / t["ptxas_s"] if t["ptxas_s"] else None), str(t["kernels_over_budget"])])  # fmt: skip
-    print(markdown(["file", "lines", "kernels", "lint s", "ptxas s", "lint/ptxas", "TL005"], rows))
+    rows.append(["**total**", f"{t['lines']:,}", str(t["kernels"]), seconds(t["lint_s"]), seconds(t.get("lint_cpu_s")),
+                 seconds(t["ptxas_s"]), times(t["lint_s"] / t["ptxas_s"] if t["ptxas_s"] else None),
+                 str(t["kernels_over_budget"])])  # fmt: skip
+    print(markdown(["file", "lines", "kernels", "lint s", "lint CPU s", "ptxas s", "lint/ptxas", "TL005"], rows))
     print(f"\nslowest ratio: {times(t['slowest_ratio'])} ({t['slowest_file']}); median ratio: "
           f"{times(t['median_ratio'])}; kernels over budget: {t['kernels_over_budget']} (goal: none)")  # fmt: skip
     for failure in t["failures"]:
@@ -499,6 +510,8 @@ def environment() -> dict:
 
 
 def main(args) -> int:
+    global LINT_JOBS
+    LINT_JOBS = getattr(args, "lint_jobs", None)
     """``args``: bench_ptx.py's parsed options (corpus, numba, repeat,
     time_budget, largest, jobs, json)."""
     out: dict = {"command": " ".join(["python", *sys.argv]), "environment": environment(),

@@ -42,6 +42,7 @@ import ast
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -161,9 +162,21 @@ def source_name(kernel: str | None) -> str:
 
 
 def timed(cmd: list[str], timeout: float | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    done, wall, _cpu = timed_cpu(cmd, timeout)
+    return done, wall
+
+
+def timed_cpu(cmd: list[str], timeout: float | None = None) -> tuple[subprocess.CompletedProcess, float, float]:
+    """The finished command, its wall time and the CPU time (user + system)
+    of it and of the processes it waited for (tolk-lint's kernel workers).
+    The CPU time is exact only when no other child ends meanwhile: run one
+    command at a time to read it."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    return done, time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def compile_ptx(cu: Path, ptx: Path) -> str | None:
@@ -173,16 +186,23 @@ def compile_ptx(cu: Path, ptx: Path) -> str | None:
 
 
 def lint(path: Path, budget_s: float) -> tuple[list[dict] | None, float, str | None]:
+    diags, seconds, _cpu, failure = lint_cpu(path, budget_s)
+    return diags, seconds, failure
+
+
+def lint_cpu(path: Path, budget_s: float, jobs: int | None = None) -> tuple[list[dict] | None, float, float, str | None]:
+    """``tolk-lint check`` on ``path`` in a fresh process (with ``-j jobs``
+    when given): its diagnostics, wall and CPU seconds, and why it failed."""
     cmd = [sys.executable, "-m", "tolk_lint", "check", "--no-cache", "--output-format", "json",
-           "--exit-zero", "--time-budget", str(budget_s), str(path)]
+           "--exit-zero", "--time-budget", str(budget_s), *(["-j", str(jobs)] if jobs else []), str(path)]
     try:
-        done, seconds = timed(cmd, timeout=budget_s * 5)
+        done, seconds, cpu = timed_cpu(cmd, timeout=budget_s * 5)
     except subprocess.TimeoutExpired:
-        return None, budget_s * 5, "tolk-lint did not finish"
+        return None, budget_s * 5, 0.0, "tolk-lint did not finish"
     try:
-        return json.loads(done.stdout), seconds, None
+        return json.loads(done.stdout), seconds, cpu, None
     except json.JSONDecodeError:
-        return None, seconds, f"tolk-lint exit {done.returncode}: {done.stderr.strip()[-200:]}"
+        return None, seconds, cpu, f"tolk-lint exit {done.returncode}: {done.stderr.strip()[-200:]}"
 
 
 def ptxas_seconds(ptx: Path) -> float | None:

@@ -162,9 +162,16 @@ def check_module(
     not change since a lint that stored it reuses its findings (see
     `KernelCache`). ``progress`` is called after each kernel but the last
     with the findings so far."""
+    from tolk_lint.kernel_workers import check_in_workers
+
     checker = KernelChecker(module, settings, kernel_cache)
+    # the command line, few files: the kernels shared out to forked workers
+    shared = check_in_workers(module.kernels, checker.analyse) if kernel_cache is None and progress is None else {}
     found: list[Diagnostic] = []
     for n, k in enumerate(module.kernels, start=1):
+        if n - 1 in shared:
+            found += shared[n - 1][0]
+            continue
         found += checker.check(k)
         if progress is not None and n < len(module.kernels):  # after the last, the lint's own result
             progress(found)

@@ -1,4 +1,4 @@
-"""The kernels of one PTX file linted in worker processes.
+"""The kernels of one file linted in worker processes.
 
 A file nvcc writes for a Thrust, CUB or templated library holds tens of
 kernels (``thrust_sort``: 19, a reduction sample: 32 instantiations), and
@@ -11,13 +11,20 @@ the declarations and device functions read once) forks `workers` copies
 of itself, each reads, checks and lets go the kernels it is handed, smallest
 first, and sends back what each gave (a `kernel_cache.ReadKernel` and
 whether it may be kept), which the parent takes in file order exactly as
-it takes a kernel its cache already holds. A kernel a worker could not
+it takes a kernel its cache already holds. A Python file (and a PTX file
+read whole) is lowered whole first; its kernels are then checked in the
+workers the same way (`check_in_workers`). A kernel a worker could not
 finish (a crash, a lost worker) is linted by the parent as if no worker
 had run; one the budget stopped before it was read is one of those the
-parent reports unread, in one TL005. Each kernel starts a fresh Z3 context wherever it runs
-(`engine.check_kernel`), so its findings and witnesses are the same with
-workers and without; only the file's time budget is shared differently (the
-kernels run side by side until its one deadline).
+parent reports unread, in one TL005.
+
+Each kernel starts a fresh Z3 context wherever it runs
+(`engine.check_kernel`), so its findings are the same with workers and
+without: the same codes, severities, lines and kernels, in the same order.
+Which of several equally small witnesses a message shows may differ (threads
+32 and 33, or 33 and 32), as it may already with what one process analysed
+before; and the file's time budget is shared differently (the kernels run
+side by side until its one deadline).
 
 Forking is what makes it cheap (nothing is pickled but the results) and
 is only done where ``fork`` is the platform's own (Linux); elsewhere, in
@@ -38,10 +45,11 @@ from tolk_lint import budget
 from tolk_lint.ir.nodes import KernelOutline
 from tolk_lint.kernel_cache import ReadKernel
 
-MIN_LINES = 2_000  # the kernels to lint must span this many lines (smaller files: a fork costs more)
+MIN_LINES = 300  # the PTX kernels to lint must span this many lines (smaller files: a fork costs more)
+MIN_INSTRUCTIONS = 150  # the same for kernels already lowered (a Python file's): their IR instructions
 
 _workers = 1  # processes the kernels of one file may use (`using`)
-_job: tuple | None = None  # what a forked worker lints: (stream, check, the file's budget)
+_job: tuple | None = None  # what a forked worker runs: (its function, what it reads, check, the file's budget)
 
 
 @contextlib.contextmanager
@@ -59,31 +67,42 @@ def workers() -> int:
     return _workers if sys.platform.startswith("linux") else 1
 
 
-def lint_in_workers(stream, entries: list[int], check: Callable) -> dict[int, tuple[ReadKernel, bool]]:
-    """The lint of the entries ``entries`` (indices into ``stream.entries``)
-    in forked workers, by index: what reading and checking each gave and
-    whether it may be kept. ``check(kernel)`` is the parent's: it returns
-    the findings and whether they may be kept. Empty when there are too
-    few workers or lines to share, or the pool cannot be started; an index
-    missing from it (one the budget stopped before it was read, one whose
-    worker failed) is the caller's to lint, or to report unread (see the
-    module docstring)."""
-    global _job
-    n = min(workers(), len(entries))
-    lines = sum(stream.entries[i].end_line - stream.entries[i].line for i in entries)
-    if n < 2 or lines < MIN_LINES:
+def check_in_workers(kernels: list, check: Callable) -> dict[int, tuple[list, bool]]:
+    """The findings of the lowered ``kernels`` (a whole module's: a Python
+    file, or PTX read whole), checked in forked workers, by index, with
+    whether each may be kept; ``check(kernel)`` as for `lint_in_workers`.
+    Empty when there are too few workers or kernels to share."""
+    todo = [i for i, k in enumerate(kernels) if k.blocks]
+    sizes = {i: sum(len(b.instrs) for b in kernels[i].blocks) for i in todo}
+    if min(workers(), len(todo)) < 2 or sum(sizes.values()) < MIN_INSTRUCTIONS:
         return {}
-    # smallest first: under the file's time budget, the many small kernels are
-    # never left unread behind the few large ones that take most of it
-    order = sorted(entries, key=lambda i: stream.entries[i].end - stream.entries[i].start)
-    _job = (stream, check, budget.current())
-    got: dict[int, tuple[ReadKernel, bool]] = {}
+    return _share(sorted(todo, key=sizes.__getitem__), (_check_one, kernels, check, budget.current()))
+
+
+def _check_one(i: int):
+    _, kernels, check, outer = _job  # type: ignore[misc]
+    if outer is not None and outer.spent():
+        return None
+    try:
+        with budget.running(outer):
+            return check(kernels[i])
+    except BaseException:  # noqa: BLE001 - the parent checks it again, and reports what stops it
+        return None
+
+
+def _share(order: list[int], job: tuple) -> dict:
+    """``job[0](i)`` for each ``i`` of ``order``, in forked workers (which
+    find ``job`` in `_job`), by index; those that gave None left out."""
+    global _job
+    n = min(workers(), len(order))
+    _job = job
+    got: dict = {}
     try:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork")) as pool:
             chunk = max(1, len(order) // (n * 16))  # thousands of small kernels: fewer round trips
-            for i, result in zip(order, pool.map(_lint_one, order, chunksize=chunk)):
+            for i, result in zip(order, pool.map(_run, order, chunksize=chunk)):
                 if result is not None:
                     got[i] = result
     except Exception:  # noqa: BLE001 - a pool that cannot start or a lost worker: the parent lints what is left
@@ -93,10 +112,32 @@ def lint_in_workers(stream, entries: list[int], check: Callable) -> dict[int, tu
     return got
 
 
+def _run(i: int):
+    return _job[0](i)  # type: ignore[index]
+
+
+def lint_in_workers(stream, entries: list[int], check: Callable) -> dict[int, tuple[ReadKernel, bool]]:
+    """The lint of the entries ``entries`` (indices into ``stream.entries``)
+    in forked workers, by index: what reading and checking each gave and
+    whether it may be kept. ``check(kernel)`` is the parent's: it returns
+    the findings and whether they may be kept. Empty when there are too
+    few workers or lines to share, or the pool cannot be started; an index
+    missing from it (one the budget stopped before it was read, one whose
+    worker failed) is the caller's to lint, or to report unread (see the
+    module docstring)."""
+    lines = sum(stream.entries[i].end_line - stream.entries[i].line for i in entries)
+    if min(workers(), len(entries)) < 2 or lines < MIN_LINES:
+        return {}
+    # smallest first: under the file's time budget, the many small kernels are
+    # never left unread behind the few large ones that take most of it
+    order = sorted(entries, key=lambda i: stream.entries[i].end - stream.entries[i].start)
+    return _share(order, (_lint_one, stream, check, budget.current()))
+
+
 def _lint_one(i: int) -> tuple[ReadKernel, bool] | None:
     """In a worker: the entry ``i`` read and checked, or None when it did
     not finish (the parent then lints it, and reports what stopped it)."""
-    stream, check, outer = _job  # type: ignore[misc]
+    _, stream, check, outer = _job  # type: ignore[misc]
     if outer is not None and outer.spent():
         return None  # the parent reports it unread
     ft = stream.entries[i]
