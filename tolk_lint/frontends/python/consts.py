@@ -5,11 +5,18 @@ Python's own semantics (``//`` floors, ``%`` takes the divisor's sign). Names
 are resolved by ``lookup(name)``, which returns a Python value, an `Alias`
 (a name standing for an imported thing, ``DT = float32``) or `UNKNOWN`.
 Nothing from the user's file is executed.
+
+A host or device array the module builds with a size it states
+(``a = cuda.to_device(np.arange(1024))``, ``np.zeros((n, 4), np.float32)``)
+is a `HostArray`: only its shape is known, so that ``len(a)``, ``a.shape``
+and ``a.size`` fold (``nelem = len(a)`` sizing a kernel's shared array, as
+Numba's documentation writes it).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +33,24 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
+
+
+class HostArray:
+    """An array the module builds on the host (or copies to the device) with
+    a constant shape; its values are not known."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+
+
+# the array constructors whose first argument is the shape (NumPy's and Numba's)
+_SHAPED = {"numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numba.cuda.device_array",
+           "numba.cuda.pinned_array", "numba.cuda.mapped_array", "numba.cuda.managed_array"}  # fmt: skip
+# what keeps its argument's shape
+_SAME_SHAPE = {"numba.cuda.to_device", "numpy.ascontiguousarray", "numpy.copy", "numpy.zeros_like",
+               "numpy.ones_like", "numpy.empty_like", "numba.cuda.device_array_like"}  # fmt: skip
 
 
 class Alias:
@@ -128,6 +153,11 @@ def evaluate(
     if isinstance(node, ast.Name):
         return lookup(node.id)
     if isinstance(node, ast.Attribute):
+        if node.attr in ("shape", "size", "ndim") and isinstance(node.value, ast.Name):
+            base = lookup(node.value.id)
+            if isinstance(base, HostArray):
+                shape = base.shape
+                return shape if node.attr == "shape" else len(shape) if node.attr == "ndim" else math.prod(shape)
         q = qual_of(node) if qual_of else None
         if q is not None:
             from tolk_lint.frontends.python.vocabulary import FLOAT_CONSTANTS
@@ -170,12 +200,45 @@ def evaluate(
         if not is_scalar(c):
             return UNKNOWN
         return evaluate(node.body if c else node.orelse, lookup, qual_of)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
+        seq, i = evaluate(node.value, lookup, qual_of), evaluate(node.slice, lookup, qual_of)
+        if isinstance(seq, tuple) and isinstance(i, int) and not isinstance(i, bool) and -len(seq) <= i < len(seq):
+            return seq[i]
+        return UNKNOWN
+    if isinstance(node, ast.Call) and qual_of is not None:
+        q = qual_of(node.func)
+        if q in _SHAPED or q in _SAME_SHAPE or q == "numpy.arange":
+            return _array(q, [evaluate(a, lookup, qual_of) for a in node.args])
     if isinstance(node, ast.Call) and not node.keywords and qual_of is not None:
         q = qual_of(node.func)
+        if q == "builtins.len" and len(node.args) == 1:
+            arr = evaluate(node.args[0], lookup, qual_of)
+            if isinstance(arr, HostArray):
+                return arr.shape[0] if arr.shape else UNKNOWN
         args = [evaluate(a, lookup, qual_of) for a in node.args]
         if any(not is_scalar(a) and not isinstance(a, tuple) for a in args):
             return UNKNOWN
         return _call(q, args)
+    return UNKNOWN
+
+
+def _array(q: str, args: list[Any]) -> Any:
+    """The `HostArray` an array constructor gives (its dtype, fill value and
+    keywords do not change its shape), or UNKNOWN."""
+    if not args:
+        return UNKNOWN
+    first = args[0]
+    if q in _SAME_SHAPE:
+        return first if isinstance(first, HostArray) else UNKNOWN
+    if q == "numpy.arange":
+        ends = args[:3]
+        if not all(isinstance(a, int) and not isinstance(a, bool) for a in ends) or (len(ends) == 3 and ends[2] == 0):
+            return UNKNOWN
+        return HostArray((len(range(*ends)),))
+    shape = (first,) if isinstance(first, int) and not isinstance(first, bool) else first
+    if isinstance(shape, tuple) and shape and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                  for d in shape):  # fmt: skip
+        return HostArray(shape)
     return UNKNOWN
 
 

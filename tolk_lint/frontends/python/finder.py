@@ -25,7 +25,7 @@ import ast
 import re
 from typing import Any
 
-from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
+from tolk_lint.frontends.python.consts import UNKNOWN, Alias, HostArray, evaluate
 from tolk_lint.frontends.python.discover import discover
 from tolk_lint.frontends.python.index_arrays import index_params
 from tolk_lint.frontends.python.scope import (
@@ -248,7 +248,9 @@ class Finder:
     ) -> None:
         if isinstance(v, Alias):
             scope.bind(name, Binding(line, "alias", v.qual))
-        elif v is UNKNOWN or conditional or v is None or isinstance(v, str):
+        elif isinstance(v, HostArray) and not conditional:
+            scope.bind(name, Binding(line, "host", v))  # its shape folds (`consts`); read in a kernel, unknown
+        elif v is UNKNOWN or conditional or v is None or isinstance(v, str) or isinstance(v, HostArray):
             scope.bind(name, Binding(line, "unknown", flow))
         else:
             scope.bind(name, Binding(line, "const", v))

@@ -29,9 +29,9 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 @dataclass
 class Binding:
     line: int
-    kind: str  # "const" | "alias" | "func" | "unknown" | "extern" | "class"
+    kind: str  # "const" | "alias" | "func" | "unknown" | "extern" | "class" | "host"
     # const: the value; alias: the qualified name; func: the FuncInfo; extern: the ExternInfo;
-    # class: the class body's Scope; unknown: a Flow, or None
+    # class: the class body's Scope; unknown: a Flow, or None; host: a `consts.HostArray`
     value: Any = None
 
 
@@ -121,7 +121,7 @@ class Scope:
             b, _ = self.lookup(name, line)
             if b is None:
                 return UNKNOWN
-            if b.kind == "const":
+            if b.kind in ("const", "host"):
                 return b.value
             if b.kind == "alias":
                 return Alias(b.value)
