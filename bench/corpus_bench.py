@@ -474,12 +474,12 @@ def print_numba(res: dict, args) -> None:
     print(f"\nNumba files: tolk-lint --time-budget {args.time_budget:g}, a fresh process each, "
           f"median of {args.repeat} round(s), wall seconds\n")  # fmt: skip
     rows = [[f["file"] + (" !" if f.get("failure") else ""), str(f["lines"]), str(f["kernels"]),
-             seconds(f["lint_s"]), tl005_cell(f)] for f in res["files"]]  # fmt: skip
+             seconds(f["lint_s"]), seconds(f.get("lint_cpu_s")), tl005_cell(f)] for f in res["files"]]  # fmt: skip
     t = res["totals"]
-    rows.append(
-        ["**total**", str(t["lines"]), str(t["kernels"]), seconds(t["lint_s"]), str(t["kernels_over_budget"])]
-    )
-    print(markdown(["file", "lines", "kernels", "lint s", "TL005"], rows))
+    cpu = sum(f.get("lint_cpu_s") or 0.0 for f in res["files"])
+    rows.append(["**total**", str(t["lines"]), str(t["kernels"]), seconds(t["lint_s"]), seconds(cpu),
+                 str(t["kernels_over_budget"])])  # fmt: skip
+    print(markdown(["file", "lines", "kernels", "lint s", "lint CPU s", "TL005"], rows))
     print(f"\nfiles over {SLOW_NUMBA_FILE_S:g} s: {len(t['files_over_2s'])} of {t['files']} (goal: none); "
           f"median {t['median_s']:.2f} s, slowest {t['slowest_s']:.2f} s ({t['slowest_file']}); "
           f"kernels over budget: {t['kernels_over_budget']}")  # fmt: skip

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ log = logging.getLogger("tolk_lint.stage")
 
 Z3_MAX_LEAVES = 8  # more loads than this in one box: the exhaustive enumeration is the proof
 Z3_MAX_POINTS = 1 << 16
+MAX_POINTS = 1 << 22  # threads x lanes enumerated for a box (each a few int64 arrays of this many elements)
 
 
 @dataclass
@@ -252,6 +254,9 @@ def _box_of(leaves, ev, warp_level, unit, rlimit, prove) -> Box:
             lanes[k] = max(lanes.get(k, 1), e)
     polys = [p_add(lf.address, lf.lane_offset) for lf in leaves]
     digits = _digits(block, warp_level, lanes, len(leaves))
+    points = math.prod(d.extent for d in digits)
+    if points > MAX_POINTS:  # every point is an element of each array below: bounded memory
+        raise Unstageable(f"its threads and lanes are too many to enumerate ({points:,} points, at most {MAX_POINTS:,})")
     env = _digit_env(digits, block, warp_level)
     shape = tuple(d.extent for d in digits)
     ranged = {m for p in polys for m in p if any(ev.atoms[a].kind == "range" for a in m if a in ev.atoms)}
