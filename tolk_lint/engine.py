@@ -567,21 +567,16 @@ def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: Ker
     for n, ft in enumerate(stream.entries, start=1):
         key = keys[n - 1]
         got = cached[n - 1]
-        if n - 1 in shared:
+        if n - 1 in shared:  # a worker read and checked it: taken as a cached kernel is
             got, keep = shared[n - 1]
-            if key is not None and keep:
-                checker.kept[key] = got
-            stream.reuse(ft, got.front_end)
-            found += got.findings
-            if got.outline is not None:
-                linted.append(got.outline)
-            continue
+            key = key if keep else None
         if isinstance(got, ReadKernel):
             stream.reuse(ft, got.front_end)
             found += got.findings
             if got.outline is not None:
                 linted.append(got.outline)
-            checker.kept[key] = got  # type: ignore[index]
+            if key is not None:
+                checker.kept[key] = got
             continue
         try:
             k = stream.read(ft)
