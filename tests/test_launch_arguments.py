@@ -16,7 +16,7 @@ import pytest
 from tolk_lint import lint_file, lint_text
 from tolk_lint.frontends.python import parse_python
 from tolk_lint.ir.cfg import cfg_of
-from tolk_lint.launch.arguments import IntType, int_type
+from tolk_lint.launch.c_types import IntType, int_type
 from tolk_lint.launch.cuda_source import scan
 from tolk_lint.launch.mangled import Entry
 

@@ -19,11 +19,19 @@ the facts it fixes, per integer parameter of the kernel:
    launch in a scope that holds it, and an early exit before it in such a
    scope (``if (arrayLength < 2) return 0;`` gives ``arrayLength >= 2``).
    The bound is in the host variable's type; it is kept only when that type
-   is known and every value it allows is a value of the parameter's type.
+   is known and every value it allows is a value of the parameter's type;
+3. such a name, tested by a condition that is not a comparison with a
+   constant (``assert(factorRadix2(&log2L, arrayLength) == 1)`` through a
+   local, ``if (!is_pow2(n) || n > 1024) return false;``): when the
+   comparisons leave at most `MAX_SCANNED` values, the condition is run for
+   each (`host_eval`, which interprets the file's helper functions) and the
+   values it lets through are listed (``arrayLength one of 2, 4, 8, ...,
+   1024``). A value the condition cannot be run for is kept.
 
 A kernel launched from several places is analysed under what they all say:
-per parameter, the smallest range holding every launch's (a launch that says
-nothing of a parameter drops it). The facts reach the solver as bounds on the
+per parameter, the smallest range holding every launch's, and the union of
+their values when each lists them (a launch that says nothing of a parameter
+drops it). The facts reach the solver as bounds on the
 parameter's value (`smt.contract_terms.argument_constraints`), and the
 launch's words name them ("with n = 512").
 """
@@ -31,9 +39,11 @@ launch's words name them ("with n = 512").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from tolk_lint.launch import host_eval
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
+from tolk_lint.launch.c_types import IntType, int_type
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource, Function, Launch
@@ -41,43 +51,29 @@ if TYPE_CHECKING:
 _ASSIGN = frozenset("= += -= *= /= %= &= |= ^= <<= >>= ++ --".split())
 _COMPARE = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "!=": "=="}
-_SIGNED_WORDS = {"char": 8, "int8_t": 8, "short": 16, "int16_t": 16, "int": 32, "int32_t": 32, "long": 64,
-                 "int64_t": 64, "ptrdiff_t": 64, "ssize_t": 64, "longlong": 64}  # fmt: skip
-_UNSIGNED_WORDS = {"bool": 8, "uint8_t": 8, "uint16_t": 16, "uint": 32, "uint32_t": 32, "uint64_t": 64,
-                   "size_t": 64, "ulong": 64}  # fmt: skip
+MAX_SCANNED = 1 << 12  # the most values of an argument a condition is run for (`_values_of`)
+MAX_VALUES = 64  # the most values a fact lists (more: only their range)
 _MAX_CALLERS = 3  # host functions followed up through their callers (a launch wrapper's wrapper)
-_QUALIFIERS = frozenset("const volatile register static __restrict__ restrict signed".split())
-
-
-@dataclass(frozen=True)
-class IntType:
-    signed: bool
-    bits: int
-
-    @property
-    def lo(self) -> int:
-        return -(1 << (self.bits - 1)) if self.signed else 0
-
-    @property
-    def hi(self) -> int:
-        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
-
-
-INT64 = IntType(True, 64)  # a Python int, as Numba passes it
 
 
 @dataclass(frozen=True)
 class ArgFact:
     """The kernel's parameter number ``index`` (``name`` in the CUDA source)
-    is in ``lo..hi`` at every launch, read as ``type`` (its C++ type)."""
+    is in ``lo..hi`` at every launch, read as ``type`` (its C++ type), and
+    one of ``values`` when the host's checks (`_values_of`) or a loop over
+    literals list them."""
 
     index: int
     name: str
     lo: int
     hi: int
     type: IntType
+    values: tuple[int, ...] | None = None  # the only values in lo..hi it takes (None: any)
 
     def words(self) -> str:
+        if self.values is not None:
+            shown = self.values if len(self.values) <= 6 else (*self.values[:4], "...", self.values[-1])
+            return f"{self.name} one of {', '.join(str(v) for v in shown)}"
         if self.lo == self.hi:
             return f"{self.name} = {self.lo}"
         if self.lo == self.type.lo:
@@ -86,30 +82,15 @@ class ArgFact:
             return f"{self.name} >= {self.lo}"
         return f"{self.lo} <= {self.name} <= {self.hi}"
 
+    def listed(self) -> tuple[int, ...] | None:
+        """The values it takes, when they are few: its list, or its one value."""
+        return self.values if self.values is not None else (self.lo,) if self.lo == self.hi else None
+
     def to_json(self) -> dict:
-        return {"param": self.name, "index": self.index, "min": self.lo, "max": self.hi}
-
-
-def int_type(words: list[str]) -> IntType | None:
-    """The integer type a declaration's words spell (``unsigned int``,
-    ``uint32_t``, ``const long long``), or None (a pointer, a reference, a
-    float, a class or template type)."""
-    if any(w in ("*", "&", "&&", "<", ">", "::") for w in words):
-        return None
-    words = [w for w in words if w not in _QUALIFIERS]
-    if words.count("long") == 2:
-        words = [w for w in words if w != "long"] + ["longlong"]
-    unsigned = "unsigned" in words
-    rest = [w for w in words if w not in ("unsigned", "int")]
-    if not rest:
-        return IntType(not unsigned, 32) if words else None
-    if len(rest) != 1:
-        return None
-    if rest[0] in _SIGNED_WORDS:
-        return IntType(not unsigned, _SIGNED_WORDS[rest[0]])
-    if rest[0] in _UNSIGNED_WORDS and not unsigned:
-        return IntType(False, _UNSIGNED_WORDS[rest[0]])
-    return None
+        out = {"param": self.name, "index": self.index, "min": self.lo, "max": self.hi}
+        if self.values is not None:
+            out["values"] = list(self.values)
+        return out
 
 
 def declared_params(toks: list[Token]) -> tuple[tuple[str, IntType | None], ...]:
@@ -140,16 +121,18 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
         if got is None:
             continue
         lo, hi = got
+        values = None
         if lo == hi:  # a constant converts to the parameter's type as C converts it
-            lo = hi = _wrap(lo, ptype)
+            lo = hi = host_eval.wrap(lo, ptype)
+        elif len(arg) == 1 and launch.func is not None:
+            host = _host_type(src, launch.func, arg[0].text, launch.index)
+            if host is not None:
+                values = _values_of(src, launch.func, launch.index, arg[0].text, host, lo, hi)
+            if values is not None:
+                lo, hi = values[0], values[-1]
         if ptype.lo <= lo <= hi <= ptype.hi and (lo, hi) != (ptype.lo, ptype.hi):
-            out[i] = ArgFact(i, pname or f"argument {i + 1}", lo, hi, ptype)
+            out[i] = ArgFact(i, pname or f"argument {i + 1}", lo, hi, ptype, values)
     return out
-
-
-def _wrap(v: int, t: IntType) -> int:
-    w = v % (1 << t.bits)
-    return w - (1 << t.bits) if t.signed and w > t.hi else w
 
 
 def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Token],
@@ -207,7 +190,7 @@ def _callers_range(src: CudaSource, func: Function, name: str, host: IntType, de
         if got is None:
             return None
         if got[0] == got[1]:
-            got = (_wrap(got[0], host), _wrap(got[0], host))
+            got = (host_eval.wrap(got[0], host), host_eval.wrap(got[0], host))
         if not host.lo <= got[0] <= got[1] <= host.hi:
             return None
         ranges.append(got)
@@ -227,8 +210,11 @@ def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:
             continue
         lo = min(f.lo for f in facts if f is not None)
         hi = max(f.hi for f in facts if f is not None)
+        listed = [f.listed() for f in facts if f is not None]
+        union = sorted({v for vs in listed if vs is not None for v in vs})
+        values = tuple(union) if None not in listed and 1 < len(union) <= MAX_VALUES else None
         if (lo, hi) != (first.type.lo, first.type.hi):
-            out.append(ArgFact(i, first.name, lo, hi, first.type))
+            out.append(ArgFact(i, first.name, lo, hi, first.type, values))
     return tuple(out)
 
 
@@ -273,11 +259,10 @@ def _host_type(src: CudaSource, func: Function, name: str, index: int) -> IntTyp
 def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[int, int]]:
     """Name -> the range the code around token ``index`` keeps it in (see the
     module's docstring), as far as constants bound it."""
-    toks = src.tokens
     out: dict[str, tuple[int, int]] = {}
     const = Evaluator(src._resolver(func.start, None, [], 1))
-
-    def add(facts: list[tuple[str, str, int]]) -> None:
+    for cond, holds in _conditions_at(src, index, func):
+        facts = [f for c in split_top(cond, "&&") for f in _comparison(c, const)] if holds else _negated(cond, const)
         for name, op, c in facts:
             lo, hi = out.get(name, (-(1 << 64), 1 << 64))
             if op in ("<", "<="):
@@ -287,13 +272,22 @@ def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[i
             elif op == "==":
                 lo, hi = max(lo, c), min(hi, c)
             out[name] = (lo, hi)
+    return out
 
+
+def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[list[Token], bool]]:
+    """The conditions the launch at token ``index`` runs under, as
+    ``(tokens, holds)``: true there (an ``assert`` before it in a scope
+    that holds it, an enclosing ``if``), or false (an ``if`` whose ``else``
+    holds it, an early exit before it)."""
+    toks = src.tokens
+    out: list[tuple[list[Token], bool]] = []
     for j in range(func.start + 1, index):
         t = toks[j].text
         if t == "assert" and toks[j + 1].text == "(" and _scope_holds(toks, j, index, func.start):
             close = matching(toks, j + 1)
             if close < index:
-                add([f for c in split_top(toks[j + 2 : close], "&&") for f in _comparison(c, const)])
+                out.append((toks[j + 2 : close], True))
             continue
         if t != "if" or toks[j + 1].text != "(":
             continue
@@ -304,15 +298,119 @@ def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[i
             continue
         end = matching(toks, body) if toks[body].text == "{" else statement_end(toks, body)
         if body <= index <= end:
-            add([f for c in split_top(cond, "&&") for f in _comparison(c, const)])
+            out.append((cond, True))
         elif end < index and end + 1 < len(toks) and toks[end + 1].text == "else":
             other = end + 2
             other_end = matching(toks, other) if toks[other].text == "{" else statement_end(toks, other)
             if other <= index <= other_end:
-                add(_negated(cond, const))
+                out.append((cond, False))
         elif end < index and _exits(toks, body, end) and _scope_holds(toks, j, index, func.start):
-            add(_negated(cond, const))
+            out.append((cond, False))
     return out
+
+
+# -- conditions that are not comparisons, run (`host_eval`) -------------------------------------------------
+
+
+def _values_of(src: CudaSource, func: Function, index: int, name: str, host: IntType, lo: int,
+               hi: int) -> tuple[int, ...] | None:  # fmt: skip
+    """The values in ``lo..hi`` of ``name`` (a variable of ``func`` of type
+    ``host``, not assigned there) for which each condition around the launch at token
+    ``index`` that reads more than a comparison with a constant holds, or
+    cannot be run (`host_eval.Unknown`); None when every value passes, none
+    does, or more than `MAX_VALUES` do."""
+    if hi - lo + 1 > MAX_SCANNED:
+        return None
+    simple = Evaluator(src._resolver(func.start, None, [], 1))
+    exprs = []
+    for cond, holds in _conditions_at(src, index, func):
+        if holds and all([f[0] for f in _comparison(c, simple)] == [name] for c in split_top(cond, "&&")):
+            continue  # already in lo..hi
+        try:
+            exprs.append((host_eval.parse_expression(cond), holds))
+        except host_eval.Unknown:
+            continue
+    if not exprs:
+        return None
+    current: dict[str, Any] = {}
+    known: dict[str, Any] = {}  # name -> how `_host_name` reads it, the same for every value
+    machine = host_eval.Machine(src, lambda n: _host_name(src, func, index, n, current, known, machine))
+    passing = set(range(lo, hi + 1))
+    for expr, holds in exprs:
+        for v in sorted(passing):
+            current.clear()
+            current[name] = host_eval.Int(v, host)
+            try:
+                if machine.run(expr) != holds:
+                    passing.discard(v)
+            except (host_eval.Unknown, RecursionError):
+                pass  # not known to fail: kept
+    if not passing or len(passing) == hi - lo + 1 or len(passing) > MAX_VALUES:
+        return None  # no value passes: an impossible launch, left to the ranges
+    return tuple(sorted(passing))
+
+
+def _host_name(src: CudaSource, func: Function, index: int, n: str, current: dict[str, Any], known: dict[str, Any],
+               machine: host_eval.Machine) -> Any:  # fmt: skip
+    """What the name ``n`` is at the launch (token ``index`` of ``func``),
+    given the values in ``current``: a local's value (one assigned only at
+    its declaration), a `host_eval.Cell` (a local declared without a value,
+    which the code passes by its address), or None (a constant of the file).
+    ``known`` keeps what does not depend on the values (`_host_reading`)."""
+    if n in current:
+        return current[n]
+    if n not in known:
+        known[n] = _host_reading(src, func, index, n)
+    how = known[n]
+    if how is None:
+        raise host_eval.Unknown
+    if how == "constant":
+        return None
+    t, is_bool, init = how
+    cell = host_eval.Cell(host_eval.POISON, t, is_bool)
+    current[n] = cell if init is None else machine.store(cell, machine.value(init, None))
+    return current[n]
+
+
+def _host_reading(src: CudaSource, func: Function, index: int, n: str) -> Any:
+    """How `_host_name` reads ``n``: ``(type, is_bool, parsed initialiser or
+    None)`` for a local, "constant" for a name the function does not
+    declare (the file's, `host_eval.Machine` reads it), or None (a parameter
+    but the argument, a local assigned again, a declaration not read)."""
+    decl = _declaration(src, func, n, index)
+    if decl is None:
+        return None if n in func.params else "constant"
+    words, init = decl
+    try:
+        t, is_bool = host_eval.type_of(words)
+        if init is not None and _assigned(src, func, n, index):
+            return None
+        return t, is_bool, None if init is None else host_eval.parse_expression(init)
+    except host_eval.Unknown:
+        return None
+
+
+def _declaration(src: CudaSource, func: Function, n: str, index: int) -> tuple[tuple[str, ...], list[Token] | None] | None:
+    """The type words and the initialiser (None: none) of the last
+    declaration of the local ``n`` in ``func`` before token ``index``, when
+    it declares only ``n``."""
+    toks = src.tokens
+    for j in range(index - 1, func.start, -1):
+        if toks[j].text != n or toks[j].kind != "name" or toks[j - 1].text not in host_eval.TYPE_WORDS:
+            continue
+        if toks[j + 1].text not in ("=", ";"):
+            return None
+        k = j - 1
+        while k > func.start and toks[k].text in host_eval.TYPE_WORDS:
+            k -= 1
+        if toks[k].text not in (";", "{", "}"):
+            return None
+        words = tuple(t.text for t in toks[k + 1 : j])
+        if toks[j + 1].text == ";":
+            return words, None
+        init = toks[j + 2 : statement_end(toks, j)]
+        return (words, init) if len(split_args(init)) == 1 else None
+    return None
 
 
 def _comparison(toks: list[Token], const: Evaluator) -> list[tuple[str, str, int]]:
@@ -338,14 +436,15 @@ def _comparison(toks: list[Token], const: Evaluator) -> list[tuple[str, str, int
 
 
 def _negated(cond: list[Token], const: Evaluator) -> list[tuple[str, str, int]]:
-    """What holds when ``cond`` is false: each comparison of a disjunction, negated."""
+    """What holds when ``cond`` is false: each comparison of a disjunction,
+    negated (every part of a false ``||`` is false; a part that is not a
+    comparison, ``!is_pow2(n)``, says nothing here: `_values_of` runs it)."""
     out = []
     for c in split_top(cond, "||"):
         got = _comparison(c, const)
-        if len(got) != 1 or got[0][1] not in _NEGATE:
-            return out if len(split_top(cond, "||")) == 1 else []
-        name, op, v = got[0]
-        out.append((name, _NEGATE[op], v))
+        if len(got) == 1 and got[0][1] in _NEGATE:
+            name, op, v = got[0]
+            out.append((name, _NEGATE[op], v))
     return out
 
 

@@ -31,7 +31,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from tolk_lint.launch.arguments import IntType, declared_params, hull, launch_facts
+from tolk_lint.launch.arguments import declared_params, hull, launch_facts
+from tolk_lint.launch.c_types import IntType
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type

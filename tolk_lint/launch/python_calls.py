@@ -36,7 +36,8 @@ from typing import Any
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
 from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
 from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
-from tolk_lint.launch.arguments import INT64, ArgFact, hull
+from tolk_lint.launch.arguments import ArgFact, hull
+from tolk_lint.launch.c_types import INT64
 from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, valid_block
 
 _MAX_DEPTH = 8  # names followed through other names' assignments
@@ -109,7 +110,7 @@ def _shapes(sites: list[tuple], path: str) -> list[LaunchShape]:
 def _argument_facts(fi: FuncInfo, call: ast.Call, scope: Scope) -> dict[int, ArgFact]:
     """What a call ``kernel[grid, block](a, b, 512)`` fixes of the kernel's
     integer parameters: a constant argument (or the few a loop over a
-    literal tuple gives it), as Numba passes a Python int: an int64."""
+    literal tuple gives it, each listed), as Numba passes a Python int: an int64."""
     if call.keywords or any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(fi.params):
         return {}
     out = {}
@@ -119,8 +120,9 @@ def _argument_facts(fi: FuncInfo, call: ast.Call, scope: Scope) -> dict[int, Arg
         vals = _values(arg, scope, call.lineno, 0)
         if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
             lo, hi = min(vals), max(vals)
+            listed = tuple(sorted(set(vals))) if len(set(vals)) > 1 else None  # a loop's: only those
             if INT64.lo <= lo <= hi <= INT64.hi:
-                out[i] = ArgFact(i, name, lo, hi, INT64)
+                out[i] = ArgFact(i, name, lo, hi, INT64, listed)
     return out
 
 
@@ -231,16 +233,18 @@ def _values(node: ast.expr, scope: Scope, line: int, depth: int) -> list[Any]:
     if isinstance(node, ast.Name) and depth < _MAX_DEPTH:
         b, s = scope.lookup(node.id, line)
         if b is not None and b.kind == "unknown" and isinstance(b.value, Flow) and s is not None:
-            return _flow_values(node.id, b.value, b.line, s, depth)
+            return _flow_values(node.id, b.value, b.line, s, depth, line)
     v = evaluate(node, _lookup(scope, line, depth), lambda n: scope.qual(n, line))
     return [] if v is UNKNOWN or isinstance(v, Alias) else [v]
 
 
-def _flow_values(name: str, flow: Flow, bound_at: int, scope: Scope, depth: int) -> list[Any]:
-    """The values of a name bound where the finder could not fold it: an
-    assignment under a condition, or a loop over a literal tuple. A name
-    bound more than once in its scope could hold any of them: unknown."""
-    if len(scope.bindings.get(name, ())) != 1:
+def _flow_values(name: str, flow: Flow, bound_at: int, scope: Scope, depth: int, line: int) -> list[Any]:
+    """The values at ``line`` of a name bound where the finder could not fold
+    it: an assignment under a condition, or a loop over a literal tuple. A
+    name bound more than once in its scope could hold any of them: unknown,
+    but inside the loop that binds it last (``bound_at`` to ``flow.end``),
+    it is that loop's element."""
+    if len(scope.bindings.get(name, ())) != 1 and not (flow.each and bound_at <= line <= flow.end):
         return []
     if flow.each:
         seqs = _values(flow.expr, scope, bound_at, depth + 1)

@@ -29,12 +29,14 @@ def argument_constraints(z3, p, fact, param) -> list:
     instruction ``param`` reads) in the range a launch's arguments keep it in
     (``fact``: an `arguments.ArgFact`, or None): none for a field of a
     by-value struct, or a read narrower or wider than the parameter's C++
-    type."""
+    type; one of the values it lists, when it lists them."""
     if fact is None or "offset" in param.attrs or p.size() != fact.type.bits:
         return []
-    lo, hi = (z3.BitVecVal(x % (1 << fact.type.bits), fact.type.bits) for x in (fact.lo, fact.hi))
+    bits = fact.type.bits
+    lo, hi = (z3.BitVecVal(x % (1 << bits), bits) for x in (fact.lo, fact.hi))
     if fact.lo == fact.hi:
         return [p == lo]
-    if fact.type.signed:
-        return [z3.And(p >= lo, p <= hi)]
-    return [z3.And(z3.UGE(p, lo), z3.ULE(p, hi))]
+    out = [z3.And(p >= lo, p <= hi) if fact.type.signed else z3.And(z3.UGE(p, lo), z3.ULE(p, hi))]
+    if fact.values is not None:  # what the host's checks let through (`arguments._values_of`)
+        out.append(z3.Or([p == z3.BitVecVal(v % (1 << bits), bits) for v in fact.values]))
+    return out

@@ -196,7 +196,7 @@ class Finder:
             self._collect(st.orelse, scope, True)
         elif isinstance(st, (ast.For, ast.AsyncFor)):
             for n, index in _target_paths(st.target):
-                scope.bind(n, Binding(line, "unknown", Flow(st.iter, True, index)))
+                scope.bind(n, Binding(line, "unknown", Flow(st.iter, True, index, st.end_lineno or line)))
             self._collect(st.body, scope, True)
             self._collect(st.orelse, scope, True)
         elif isinstance(st, (ast.With, ast.AsyncWith)):

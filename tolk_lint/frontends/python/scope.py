@@ -46,6 +46,7 @@ class Flow:
     expr: ast.expr
     each: bool = False
     index: tuple[int, ...] = ()
+    end: int = 0  # a ``for``'s last line: inside it the name is the loop's element, whatever else binds it
 
 
 class Scope:
