@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tolk_lint.config import resolve_settings
 from tolk_lint.diagnostics import Diagnostic, Severity, is_toolkit_path, user_frame
 from tolk_lint.engine import LintResult, lint_file, lint_text
 from tolk_lint.ir.nodes import Origin, Span
@@ -184,6 +185,34 @@ def test_a_reason_chain_never_loops():
     for m in notes:
         subject, _, rest = m.partition(" is ")
         assert not rest.endswith(f"from {subject}"), m  # `a[i]` is computed from `a[i]`
+    assert any("tid.x" in m for m in notes)
+
+
+LOOP_CARRIED = """\
+__global__ void __launch_bounds__(128) carried(const int *__restrict__ a, int *__restrict__ out, int n)
+{
+    int v = threadIdx.x;
+    for (int i = 0; i < n; ++i)
+        v = v * 3 + a[i];
+    if (v > 0)
+        __syncthreads();
+    out[threadIdx.x] = v;
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_a_reason_chain_never_loops_through_a_ptx_loop(tmp_path):
+    # nvcc's `%r17` for v is a phi of itself around the loop: the chain says
+    # where it varies from (tid.x) once, and no register is computed from itself
+    ptx = _ptx(tmp_path, "carried", LOOP_CARRIED)
+    [d] = [d for d in _lint(ptx) if d.code == "TL101"]
+    notes = [r.message for r in d.related]
+    assert len(notes) == len(set(notes))
+    for m in notes:
+        subject, _, rest = m.partition(" is ")
+        assert not rest.endswith(f"from {subject}"), m
+        assert not re.search(r"(%\w+) is computed from \1\b", m), m
     assert any("tid.x" in m for m in notes)
 
 
@@ -368,3 +397,69 @@ def test_the_contract_examples_are_the_smallest_blocks_past_it():
     blocks = [re.search(r"a block of (\d+)x(\d+)x(\d+)\)$", r.message) for r in d.related]
     assert blocks and all(b is not None for b in blocks), [r.message for r in d.related]
     assert {tuple(int(x) for x in b.groups()) for b in blocks} <= {(17, 1, 1), (1, 17, 1)}
+
+
+def test_sarif_and_github_land_on_the_numba_line_a_ptx_loc_names(tmp_path):
+    # numba-cuda's PTX names the `.py` it compiled in its `.file` table: with
+    # that file beside the PTX, the annotation lands on the Python line
+    from tolk_lint.outputs import github, sarif
+
+    here = Path(__file__).resolve().parent.parent
+    ptx = tmp_path / "numba_form_c_no_war_barrier.ptx"
+    ptx.write_text((here / "fixtures/ptx/memory/numba_form_c_no_war_barrier.ptx").read_text())
+    py = (here / "fixtures/fixer/numba/mutants/sgemm_form_c_no_war_barrier.py").read_text()
+    (tmp_path / "sgemm_form_c_no_war_barrier.py").write_text(py)
+    res = lint_file(str(ptx), settings=resolve_settings(block=(16, 16, 1)))
+    results = sarif.sarif_log([res], root=str(tmp_path))["runs"][0]["results"]
+    tl204 = [r for r in results if r["ruleId"] == "TL204"]
+    assert tl204
+    for r in tl204:  # each at one of the in-loop `cp_async(...)` lines of the .py
+        loc = r["locations"][0]["physicalLocation"]
+        assert loc["artifactLocation"]["uri"] == "sgemm_form_c_no_war_barrier.py"
+        assert "cp_async(" in py.splitlines()[loc["region"]["startLine"] - 1]
+    assert github.render([res], root=str(tmp_path)).startswith("::error file=sgemm_form_c_no_war_barrier.py,line=")
+
+
+@pytest.mark.nvcc
+def test_a_collective_in_a_device_function_names_its_call(tmp_path):
+    # reported at the collective, in the function, with the kernel's call of
+    # it as a related location: inlined by nvcc, or kept as a `.func`
+    src = Path(__file__).resolve().parent.parent / "fixtures/cuda/collectives/collective_in_device_function.cu"
+    ptx = _ptx(tmp_path, "coll", src.read_text())
+    lines = src.read_text().splitlines()
+    found = {}
+    for d in _lint(ptx):
+        if d.code != "TL103":
+            continue
+        assert "__shfl_xor_sync" in lines[d.origin.line - 1]  # the collective's own line
+        calls = [r for r in d.related if r.origin is not None and r.origin.path.endswith("coll.cu")
+                 and "pair_sum" in lines[r.origin.line - 1] and "return" not in lines[r.origin.line - 1]]
+        assert calls, [r.message for r in d.related]
+        found[d.kernel] = calls[0].origin.line
+    assert set(found) == {"pairs_odd_lanes_inlined", "pairs_odd_lanes_called"}
+    assert found["pairs_odd_lanes_inlined"] == 30 and found["pairs_odd_lanes_called"] == 39
+
+
+def test_a_files_witnesses_do_not_depend_on_the_other_files_in_the_run():
+    # each file linted alone, then all in one run (in the other order): the
+    # same findings with the same messages, witnesses included
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent / "fixtures/ptx/memory"
+    files = [str(p) for p in sorted(root.glob("*.ptx"))[:5]]
+
+    def run(paths: list[str]) -> dict[str, list]:
+        out = subprocess.run([sys.executable, "-m", "tolk_lint", "check", "--no-cache", "-j", "1", "--output-format",
+                              "json", "--exit-zero", *paths], capture_output=True, text=True, check=True).stdout
+        by: dict[str, list] = {}
+        for d in json.loads(out):
+            by.setdefault(str(Path(d["path"]).resolve()), []).append((d["line"], d["code"], d["message"]))
+        return {k: sorted(v) for k, v in by.items()}
+
+    together = run(files[::-1])
+    alone: dict[str, list] = {}
+    for f in files:
+        alone.update(run([f]))
+    assert any("for example" in m for v in alone.values() for _l, _c, m in v)  # witnesses are compared
+    assert together == alone

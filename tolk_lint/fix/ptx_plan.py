@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from tolk_lint.fix.outcome import NotFixableError
 from tolk_lint.fix.ptx_chunks import regroup
 from tolk_lint.fix.ptx_text import ENTRY, KernelText, Stmt, TBlock, TextError
-from tolk_lint.ir.nodes import Kernel, type_bits
+from tolk_lint.ir.nodes import Kernel, pointer_params, type_bits
 from tolk_lint.ir.opcodes import MEMORY_READS, MEMORY_WRITES, Opcode
 
 O = Opcode
@@ -278,20 +278,7 @@ def _pointer_param(tc, store_ir) -> str | None:
             break
     if ld is None or not ld.args:
         return None
-    seen, work = set(), [ld.args[0]]
-    found: set[str] = set()
-    while work:
-        v = work.pop()
-        if v in seen or v.defn is None:
-            continue
-        seen.add(v)
-        d = v.defn
-        if d.op is O.PARAM:
-            if v.type in ("u64", "b64", "s64", "ptr"):
-                found.add(str(d.attrs.get("name")))
-            continue
-        if d.op in (O.ADD, O.SUB, O.CVT, O.MAD, O.SELECT, O.PHI):
-            work += d.args
+    found = pointer_params(ld.args[0])
     return found.pop() if len(found) == 1 else None
 
 

@@ -235,6 +235,27 @@ class Param:
     label: str | None = None  # the name its source gives it (the CUDA C parameter a PTX one compiles from)
 
 
+def pointer_params(address: Value) -> set[str]:
+    """The 64-bit kernel parameters (PTX names) an address is computed from,
+    through the pointer arithmetic, conversions, selects and phis on the way:
+    one for an access through one pointer argument."""
+    seen, work = set(), [address]
+    found: set[str] = set()
+    while work and len(seen) < 256:
+        v = work.pop()
+        if v in seen or v.defn is None:
+            continue
+        seen.add(v)
+        d = v.defn
+        if d.op is Opcode.PARAM:
+            if v.type in ("u64", "b64", "s64", "ptr"):
+                found.add(str(d.attrs.get("name")))
+            continue
+        if d.op in (Opcode.ADD, Opcode.SUB, Opcode.CVT, Opcode.MAD, Opcode.SELECT, Opcode.PHI):
+            work += d.args
+    return found
+
+
 # What one CUDA block may hold: at most 1024 threads, 1024 along x and y, 64 along z.
 MAX_BLOCK_THREADS = 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)

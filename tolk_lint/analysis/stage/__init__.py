@@ -46,7 +46,9 @@ The public functions
   halving while too few threads are kept).
 - `operands` (kernel, target): one `OperandVerdict` per operand of each
   tensor core (PTX ``mma``/``wmma.mma``) and of each sum of products (Python
-  ``acc += A[i, k] * B[k, j]``); `admits`: every such operand is stageable;
+  ``acc += A[i, k] * B[k, j]``, or the chain of ``fma`` nvcc unrolls
+  ``sum += A[row * N + k] * B[k * N + col]`` to, each PTX factor named by
+  the pointer parameter it reads); `admits`: every such operand is stageable;
   `group_by_line`: one verdict per source line.
 - `tile_copies` (kernel, target): loops that copy a tile global -> registers
   -> shared at every trip, then barrier and read it (TL302, TL303).

@@ -160,7 +160,8 @@ class IndexEval:
             return self._special(str(d.attrs.get("name", "")).lstrip("%"))
         if op is O.PARAM:
             name = str(d.attrs.get("name", v.name))
-            return self.atom(f"param:{name}", name, "uniform")
+            label = next((p.label for p in self.kernel.params if p.name == name and p.label), name)
+            return self.atom(f"param:{name}", label, "uniform")  # shown by its CUDA name (`N`) when read
         if op is O.ADDR:
             name = str(d.attrs.get("buffer", v.name))
             return self.atom(f"addr:{name}", name, "uniform")

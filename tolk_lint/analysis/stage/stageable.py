@@ -24,6 +24,7 @@ from tolk_lint.analysis.stage.trace import (
     mma_desc,
     mma_dtype,
     mma_operands,
+    pointer_param,
     space_of,
     sum_loop,
     sums_of_products,
@@ -69,6 +70,7 @@ class OperandVerdict:
     optin_depth: int = 0
     budget_limited: bool = False  # the budget, not the target, holds the depth below 2
     tiles: list[int] = field(default_factory=list)  # the staged tiles of the core
+    buffer: str | None = None  # a PTX factor's pointer parameter (`pointer_param`)
 
     def data(self, copies: int = 1) -> dict[str, Any]:
         """The facts a TL301/TL303 diagnostic carries."""
@@ -87,6 +89,7 @@ class OperandVerdict:
             "budget": self.budget,
             "optin_depth": self.optin_depth,
             "copies": copies,
+            **({"buffer": self.buffer} if self.buffer else {}),
         }
 
     @property
@@ -164,7 +167,7 @@ def operands(kernel: Kernel, target: Target, settings: Settings | None = None) -
             return leaves
 
         found.append((ins, mma_desc(ins), which, lp, trace))
-    if kernel.language == "python" and not kernel.host:
+    if not kernel.host:
         for ins, lp, factors in sums_of_products(kernel):
             for f in factors:
 
@@ -186,6 +189,9 @@ def operands(kernel: Kernel, target: Target, settings: Settings | None = None) -
             v.loads = [i for i, _ in pairs]
             if not v.operand:
                 v.operand = factor_name(v.loads[0]) if v.loads else "?"
+                if kernel.language != "python" and v.loads:  # a PTX load: named by the pointer it reads
+                    v.buffer = pointer_param(v.loads[0], kernel)
+                    v.operand = f"{v.buffer}[...]" if v.buffer else v.operand
             v.gated = bool(gates)
             _operand_box(v, pairs, ev, settings)
         except Unstageable as e:

@@ -22,7 +22,7 @@ from tolk_lint.analysis.stage.polynomials import (
 )
 from tolk_lint.analysis.stage.tiles import CoreShape
 from tolk_lint.ir.cfg import cfg_of
-from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, type_bits
+from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, pointer_params, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -186,35 +186,57 @@ def mma_dtype(ins: Instr, operand: str, leaves: list[Leaf]) -> str:
 
 def sums_of_products(kernel: Kernel) -> list[tuple[Instr, Loop, list[Value]]]:
     """``acc = acc + x * y`` (or ``mad x y acc``) where ``acc`` is carried
-    around the innermost loop holding the add: (the add, the loop, [x, y])."""
+    around the loop holding the add: (the add, the loop, [x, y]). A chain of
+    such steps between the loop's header and its back edge (nvcc unrolls
+    ``sum += A[row * N + k] * B[k * N + col]`` four times: four ``fma``,
+    each adding to the last) is one sum, every step of it found; so is a
+    step under a branch of the body (a phi inside the loop merging it)."""
     cfg = cfg_of(kernel)
     out = []
-    for ins in kernel.instrs():
-        if ins.op not in (O.ADD, O.MAD) or ins.block is None:
-            continue
-        lp = cfg.loop_of(ins.block)
-        if lp is None:
-            continue
-        if ins.op is O.MAD:
-            acc, factors = ins.args[2], ins.args[:2]
-        else:
-            acc = prod = None
-            for x, y in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
-                y = _widened(y)
-                if x.defn is not None and x.defn.op is O.PHI and y.defn is not None and y.defn.op is O.MUL:
-                    acc, prod = x, y
-                    break
-            if acc is None or prod is None:
+    for lp in cfg.loops:
+        for phi in lp.header.instrs:
+            if phi.op is not O.PHI or phi.result is None:
                 continue
-            factors = list(prod.defn.args)  # type: ignore[union-attr]
-        phi = acc.defn
-        if phi is None or phi.op is not O.PHI or phi.block is not lp.header:
-            continue
-        inside = [a for p, a in zip(phi.block.preds, phi.args) if p in lp.blocks]
-        if not inside or not all(_reaches_back(a, ins.result, lp) for a in inside):
-            continue
-        out.append((ins, lp, factors))
+            if kernel.language != "python" and not is_float(phi.result.type):
+                continue  # PTX's integer mads are its address arithmetic
+            inside = [a for p, a in zip(phi.block.preds, phi.args) if p in lp.blocks]
+            steps: list[Instr] = []
+            if inside and all(_chain_back(a, phi.result, lp, steps, 0) for a in inside):
+                for ins in steps:
+                    if cfg.loop_of(ins.block) is lp and not any(ins is o[0] for o in out):
+                        out.append((ins, lp, _step(ins)[1]))  # type: ignore[index]
     return out
+
+
+def _step(ins: Instr) -> tuple[Value, list[Value]] | None:
+    """``ins`` as a step of a sum of products: (what it adds to, [x, y])."""
+    if ins.op is O.MAD:
+        return ins.args[2], list(ins.args[:2])
+    if ins.op is not O.ADD:
+        return None
+    for x, y in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
+        y = _widened(y)
+        if y.defn is not None and y.defn.op is O.MUL:
+            return x, list(y.defn.args)
+    return None
+
+
+def _chain_back(v: Value, acc: Value, lp: Loop, steps: list[Instr], depth_: int) -> bool:
+    """Whether ``v`` is ``acc`` after steps of a sum of products (added to
+    ``steps``), through the phis of the loop's body that merge them."""
+    if v is acc:
+        return True
+    d = v.defn
+    if depth_ > 64 or d is None or d.block not in lp.blocks:
+        return False
+    if d.op is O.PHI:
+        return d.block is not lp.header and all(_chain_back(a, acc, lp, steps, depth_ + 1) for a in d.args)
+    got = _step(d)
+    if got is None or not _chain_back(got[0], acc, lp, steps, depth_ + 1):
+        return False
+    if d not in steps:
+        steps.append(d)
+    return True
 
 
 def _widened(v: Value) -> Value:
@@ -226,16 +248,6 @@ def _widened(v: Value) -> Value:
             and type_bits(v.type) >= type_bits(d.args[0].type):  # fmt: skip
         return d.args[0]
     return v
-
-
-def _reaches_back(v: Value, target: Value, lp: Loop, depth_: int = 0) -> bool:
-    """Whether ``v`` is ``target`` or a phi inside ``lp`` merging it."""
-    if v is target:
-        return True
-    d = v.defn
-    if depth_ > 8 or d is None or d.op is not O.PHI or d.block not in lp.blocks or d.block is lp.header:
-        return False
-    return any(_reaches_back(a, target, lp, depth_ + 1) for a in d.args)
 
 
 def factor_leaf(v: Value, gates: list[Instr]) -> Instr:
@@ -260,6 +272,16 @@ def factor_leaf(v: Value, gates: list[Instr]) -> Instr:
 
 def _is_int(t: str) -> bool:
     return bool(re.fullmatch(r"[subi]\d+|int\d*|uint\d*|b\d+", t or ""))
+
+
+def pointer_param(ld: Instr, kernel: Kernel) -> str | None:
+    """The kernel parameter a PTX load reads through (`pointer_params`), by
+    its CUDA name when the source is read (``A``); None when not exactly one."""
+    found = pointer_params(ld.args[0]) if ld.args else set()
+    if len(found) != 1:
+        return None
+    name = found.pop()
+    return next((p.label or p.name for p in kernel.params if p.name == name), name)
 
 
 def factor_name(ld: Instr) -> str:
