@@ -208,3 +208,14 @@ def main(x):
     k, j = parse_python(text, "k.py").kernels
     assert k.launch.found[0].arguments[0].values == (64, 256)
     assert j.launch.found[0].arguments[0].values == (32, 96)
+
+
+def test_a_slow_helper_stops_at_the_step_limit_and_keeps_the_values_it_did_not_run():
+    import time
+
+    # each run spends MAX_STEPS; past the launch's total the other values are kept
+    host = "bool ok(unsigned n) { unsigned s = 0; for (unsigned i = 0; i < 100000; ++i) s += i & n; return s != 1; }\n"
+    host += "void run(unsigned *d, unsigned n) { if (n > 4000) return; assert(ok(n)); k<<<1, 256>>>(d, n, 0); }"
+    t = time.perf_counter()
+    assert listed(host)["n"] is None
+    assert time.perf_counter() - t < 10

@@ -53,6 +53,7 @@ _COMPARE = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "!=": "=="}
 MAX_SCANNED = 1 << 12  # the most values of an argument a condition is run for (`_values_of`)
 MAX_VALUES = 64  # the most values a fact lists (more: only their range)
+MAX_TOTAL_STEPS = 200_000  # the host interpreter's steps for one launch argument (`host_eval.MAX_STEPS` a run)
 _MAX_CALLERS = 3  # host functions followed up through their callers (a launch wrapper's wrapper)
 
 
@@ -328,7 +329,7 @@ def _values_of(src: CudaSource, func: Function, index: int, name: str, host: Int
             continue  # already in lo..hi
         try:
             exprs.append((host_eval.parse_expression(cond), holds))
-        except host_eval.Unknown:
+        except (host_eval.Unknown, IndexError, RecursionError):  # not C this module runs
             continue
     if not exprs:
         return None
@@ -338,12 +339,14 @@ def _values_of(src: CudaSource, func: Function, index: int, name: str, host: Int
     passing = set(range(lo, hi + 1))
     for expr, holds in exprs:
         for v in sorted(passing):
+            if machine.total > MAX_TOTAL_STEPS:
+                break  # the values not run yet are kept
             current.clear()
             current[name] = host_eval.Int(v, host)
             try:
                 if machine.run(expr) != holds:
                     passing.discard(v)
-            except (host_eval.Unknown, RecursionError):
+            except (host_eval.Unknown, IndexError, RecursionError):
                 pass  # not known to fail: kept
     if not passing or len(passing) == hi - lo + 1 or len(passing) > MAX_VALUES:
         return None  # no value passes: an impossible launch, left to the ranges
@@ -386,7 +389,7 @@ def _host_reading(src: CudaSource, func: Function, index: int, n: str) -> Any:
         if init is not None and _assigned(src, func, n, index):
             return None
         return t, is_bool, None if init is None else host_eval.parse_expression(init)
-    except host_eval.Unknown:
+    except (host_eval.Unknown, IndexError, RecursionError):
         return None
 
 

@@ -444,13 +444,17 @@ class Machine:
         self.src = src
         self.outer = outer
         self.steps = 0
+        self.total = 0  # steps over every run, for the caller's limit (`arguments.MAX_TOTAL_STEPS`)
         self.depth = 0
         self._bodies: dict[int, tuple] = {}
 
     def run(self, expr: tuple) -> bool:
         """Whether the condition ``expr`` holds."""
         self.steps = 0
-        return _truth(self.value(expr, None))
+        try:
+            return _truth(self.value(expr, None))
+        finally:
+            self.total += self.steps
 
     def _step(self) -> None:
         self.steps += 1
