@@ -531,8 +531,9 @@ class Machine:
             return binary(e[1], self.value(e[2], frame), self.value(e[3], frame))
         if kind == "un":
             return unary(e[1], self.value(e[2], frame))
-        if kind == "cond":
-            return self.value(e[2] if _truth(self.value(e[1], frame)) else e[3], frame)
+        if kind == "cond":  # of the arms' common type, whichever runs (`2 ? a : l` is a long)
+            t = _common(self.type_of(e[2], frame), self.type_of(e[3], frame))
+            return convert(self.value(e[2] if _truth(self.value(e[1], frame)) else e[3], frame), t)
         if kind == "comma":
             self.value(e[1], frame)
             return self.value(e[2], frame)
@@ -562,6 +563,43 @@ class Machine:
         if kind == "call":
             return self._call(e[1], [self.value(a, frame) for a in e[2]])
         raise Unknown
+
+    def type_of(self, e: tuple, frame: dict | None) -> IntType:
+        """The C type of the expression ``e``, without running it."""
+        kind = e[0]
+        if kind == "num":
+            return e[1].t
+        if kind == "name":
+            got = frame.get(e[1]) if frame is not None else self.outer(e[1])
+            if isinstance(got, Cell):
+                if got.type is None:
+                    raise Unknown  # a pointer
+                return BOOL if got.is_bool else got.type
+            return _int(got).t if got is not None else self._constant(e[1]).t
+        if kind == "bin":
+            if e[1] in _COMPARE or e[1] in ("&&", "||"):
+                return INT
+            if e[1] in ("<<", ">>"):
+                return _promote(self.type_of(e[2], frame))
+            return _common(self.type_of(e[2], frame), self.type_of(e[3], frame))
+        if kind == "un":
+            return INT if e[1] == "!" else _promote(self.type_of(e[2], frame))
+        if kind == "cond":
+            return _common(self.type_of(e[2], frame), self.type_of(e[3], frame))
+        if kind == "comma":
+            return self.type_of(e[2], frame)
+        if kind == "cast":
+            t, is_bool = type_of(e[1])
+            return BOOL if is_bool else t
+        if kind in ("assign", "pre", "post") and e[2][0] == "name":
+            return self.type_of(e[2], frame)
+        if kind == "call":
+            funcs = [f for f in self.src.functions if f.name == e[1] and len(f.param_list) == len(e[2])]
+            returns = self._returns(funcs[0]) if len(funcs) == 1 else None
+            if returns is None:
+                raise Unknown
+            return BOOL if returns[1] else returns[0]
+        raise Unknown  # a pointer's target, an address
 
     # functions
 
