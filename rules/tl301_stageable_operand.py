@@ -7,7 +7,8 @@ Finds each operand of a tensor core (`wmma.mma`, `mma.sync`) and each
 factor of a sum of products (`acc += A[i, k] * B[k, j]` in a loop over `k`
 in Numba; in PTX the chain of `fma` nvcc unrolls `sum += A[row * N + k] *
 B[k * N + col]` to, each factor named by the pointer it reads: `A[...]`)
-that is loaded from global memory at every trip of the sum's
+that is loaded from global memory (or through a pointer argument with a
+generic load, as numba-cuda's PTX reads arrays) at every trip of the sum's
 loop through an index whose thread and lane terms form a dense box: every
 element of a tile read once, none of those terms reading another range. It
 reports the tile (shape, dtype and bytes a trip), how many times each

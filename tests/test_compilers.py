@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ACCEPTANCE, FIXTURES
 
-from tolk_lint.config import DEFAULT_SETTINGS
+from tolk_lint.config import DEFAULT_SETTINGS, resolve_settings
 from tolk_lint.engine import lint_file
 from tolk_lint.testing import compile_cuda
 
@@ -243,6 +243,33 @@ def test_numba_cuda_ptx(tmp_path, numba_cuda, compiler_log, index, cc):
     f.write_text(ptx)
     lint_ptx(f)
     record(compiler_log, "numba-cuda", version)
+
+
+def test_numba_cuda_naive_matmul_gets_tl301_for_both_factors(tmp_path, numba_cuda):
+    # numba-cuda reads arrays with generic `ld.f32` through each array's data
+    # pointer (a kernel argument: global memory); the unrolled `fma` chain is
+    # one sum of products, and both factors are stageable
+    cuda, _version = numba_cuda
+    from numba import float32
+
+    def matmul(A, B, C):
+        i, j = cuda.grid(2)
+        if i < C.shape[0] and j < C.shape[1]:
+            tmp = float32(0.0)
+            for k in range(A.shape[1]):
+                tmp += A[i, k] * B[k, j]
+            C[i, j] = tmp
+
+    try:
+        ptx, _ = cuda.compile_ptx(matmul, "void(float32[:,:], float32[:,:], float32[:,:])", cc=(8, 0), lineinfo=True)
+    except Exception as e:  # noqa: BLE001 - e.g. NVRTC missing without the [cu13] extra
+        pytest.skip(f"numba-cuda cannot compile to PTX here ({type(e).__name__}: {str(e)[:200]})")
+    f = tmp_path / "matmul.ptx"
+    f.write_text(ptx)
+    res = lint_file(str(f), resolve_settings(block=(16, 16, 1)))
+    tl301 = [d for d in res.diagnostics if d.code == "TL301"]
+    assert len(tl301) == 2 and len({d.data["buffer"] for d in tl301}) == 2, [d.message for d in tl301]
+    assert {tuple(d.data["tile_shape"]) for d in tl301} == {(16, 1), (1, 16)}
 
 
 # -- Triton ---------------------------------------------------------------------------------

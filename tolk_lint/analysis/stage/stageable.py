@@ -28,6 +28,7 @@ from tolk_lint.analysis.stage.trace import (
     space_of,
     sum_loop,
     sums_of_products,
+    through_pointer_argument,
     trace_leaves,
 )
 from tolk_lint.ir.nodes import Instr, Kernel
@@ -213,6 +214,8 @@ def _operand_box(v: OperandVerdict, pairs, ev: IndexEval, settings: Settings) ->
         raise Unstageable("the core is not in a loop: there is no trip to stage a tile for")
     for ld, _ in pairs:
         space = space_of(ld)
+        if space == "generic" and ld.op is O.LOAD and through_pointer_argument(ld):
+            space = "global"
         if ld.op is O.LDMATRIX or space == "shared":
             raise Unstageable("the operand is read from shared memory already")
         if space != "global":

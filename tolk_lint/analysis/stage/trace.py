@@ -281,7 +281,30 @@ def pointer_param(ld: Instr, kernel: Kernel) -> str | None:
     if len(found) != 1:
         return None
     name = found.pop()
-    return next((p.label or p.name for p in kernel.params if p.name == name), name)
+    label = next((p.label for p in kernel.params if p.name == name and p.label), None)
+    if label:
+        return label
+    mt = re.search(r"_(param_\d+)$", name)  # `_Z...E_param_4`: numba-cuda's data pointer of an array
+    return mt.group(1) if mt else name
+
+
+def through_pointer_argument(ld: Instr) -> bool:
+    """Whether a generic load reads through a kernel's pointer argument, and
+    nothing shared or loaded on the way: global memory then (a block's shared
+    memory does not exist before its launch), as numba-cuda's ``ld.f32`` of
+    an array's data pointer is."""
+    if not ld.args or len(pointer_params(ld.args[0])) != 1:
+        return False
+    stack, seen = [ld.args[0]], set()
+    while stack:
+        v = stack.pop()
+        if v in seen or v.defn is None:
+            continue
+        seen.add(v)
+        if len(seen) > 512 or v.defn.op in (O.ADDR, O.LOAD, O.ATOMIC, O.CALL, O.SHUFFLE):
+            return False
+        stack.extend(v.defn.args)
+    return True
 
 
 def factor_name(ld: Instr) -> str:
