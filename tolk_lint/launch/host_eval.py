@@ -325,7 +325,7 @@ def literal(text: str) -> Int:
     v = int_of(text)
     if v is None:
         raise Unknown  # a float
-    suffix = text.lower().rstrip("0123456789abcdef'x")
+    suffix = text[len(text.rstrip("uUlL")) :].lower()
     decimal = not text.lower().startswith("0") or text == "0"
     if "u" in suffix:
         order = (UINT, ULONG) if "l" not in suffix else (ULONG,)
