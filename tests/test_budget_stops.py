@@ -136,3 +136,25 @@ def test_each_analysis_checks_its_budget(monkeypatch, what, fixture, _):
     assert stops, (what, sorted(set(seen))[:40])
     assert any(what in d.message and "the test's budget ran out" in d.message for d in stops), [
         d.message for d in stops]  # fmt: skip
+
+
+def test_a_cancel_interrupts_the_solver_question_under_way():
+    """`budget.Cancel`: a question that would take seconds (factoring a
+    64-bit product of two primes) ends within moments of the cancel, and
+    the lint stops there (`BudgetExceeded`) rather than at its end."""
+    import threading
+
+    from tolk_lint.analysis.smt import solver
+
+    z3 = solver.z3mod()
+    x, y = z3.BitVecs("x y", 64)
+    s = z3.SolverFor("QF_BV")
+    s.add(x * y == 0xE3F3B9A3_4A9F56C1, z3.UGT(x, 1), z3.UGT(y, 1), z3.ULT(x, 1 << 32), z3.ULT(y, 1 << 32))
+    cancel = budget.Cancel()
+    threading.Timer(0.3, cancel.set).start()
+    start = time.monotonic()
+    with budget.running(budget.Budget(120.0, cancel=cancel)):
+        with pytest.raises(budget.BudgetExceeded) as stop:
+            solver.check_within_budget(s)
+    assert time.monotonic() - start < 5.0
+    assert stop.value.reason == "cancelled"

@@ -193,6 +193,12 @@ def test_a_kernel_out_of_its_whole_budget_keeps_its_stop(tmp_path):
     assert cache.entries[str(path)], "the kernel's own budget ran out: kept"
     cache.forget_stops(str(path))
     assert not cache.entries[str(path)], "a save retries it"
+    got = engine.lint_text(text, str(path), tiny, kernel_cache=cache, within=budget.Budget(30.0))
+    reason = next(d.data["reason"] for d in got.diagnostics if d.code == "TL005")
+    cache.forget_stops(str(path), "the language server's time budget of 5 s ran out")
+    assert cache.entries[str(path)], "a stop for another reason (a longer budget) is kept"
+    cache.forget_stops(str(path), reason)
+    assert not cache.entries[str(path)], "a stop for that reason is retried"
     cancelled = threading.Event()
     cancelled.set()
     cache = KernelCache()

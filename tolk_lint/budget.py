@@ -40,6 +40,39 @@ MIB = 1 << 20
 MEMORY_CHECK_INTERVAL = 0.05
 
 
+class Cancel(threading.Event):
+    """A cancel event (the language server's, for a lint whose document
+    changed) that also stops what cannot check it: a solver question under
+    way calls `stopping` with its context's interrupt, which `set` calls, so
+    a cancelled lint ends within milliseconds instead of at the end of a
+    question that may take seconds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._stops: list = []
+
+    def set(self) -> None:
+        super().set()
+        with self._lock:
+            stops = list(self._stops)
+        for stop in stops:
+            stop()
+
+    @contextlib.contextmanager
+    def stopping(self, stop):
+        """Within the block, `set` calls ``stop()`` (at once, if it is set already)."""
+        with self._lock:
+            self._stops.append(stop)
+        try:
+            if self.is_set():
+                stop()
+            yield
+        finally:
+            with self._lock:
+                self._stops.remove(stop)
+
+
 class BudgetExceeded(BaseException):
     """The budget ran out (or the lint was cancelled) while doing ``what``.
 

@@ -214,10 +214,12 @@ class KernelCache:
         kept = {key: copy.deepcopy(v) for key, v in found.items()}
         self.entries[path] = kept if complete else {**self.entries.get(path, {}), **kept}
 
-    def forget_stops(self, path: str) -> None:
-        """Drop ``path``'s kept budget stops (TL005): the next lint analyses those kernels again."""
+    def forget_stops(self, path: str, reason: str | None = None) -> None:
+        """Drop ``path``'s kept budget stops (TL005; with ``reason``, those
+        stopped for that reason only): the next lint analyses those kernels again."""
         def stopped(v) -> bool:
-            return any(d.code == "TL005" for d in (v.findings if isinstance(v, ReadKernel) else v))
+            return any(d.code == "TL005" and (reason is None or (d.data or {}).get("reason") == reason)
+                       for d in (v.findings if isinstance(v, ReadKernel) else v))  # fmt: skip
 
         entries = self.entries.get(path)
         if entries:

@@ -44,6 +44,16 @@ What it does, for ``.py`` and ``.ptx`` documents:
   whose analysis ran out of all the time a lint gives it keeps its TL005
   until it changes or the document is saved, rather than spending every
   edit's budget again.
+- Finishing in the background: a lint cut short by the server's budget is
+  published as it stands (its TL005 say which kernels stopped), then the
+  same version is linted again under the file's own budget (``time-budget``,
+  30 s by default, as on the command line), with the finished kernels from
+  the kernel cache, and published again when done (in rounds, while each
+  finishes some kernel). So the kernels the first lint did not reach are
+  analysed while the user reads, not by the next edits, each of which would
+  otherwise spend its own budget on them. A newer version cancels it (and
+  the solver question under way: `tolk_lint.budget.Cancel`); a pulling
+  client gets no second answer.
 
 ``initializationOptions`` may hold ``{"debounce": seconds, "timeBudget": seconds}``:
 ``debounce`` (default 0) waits that long after the last edit before a lint.
@@ -67,7 +77,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from tolk_lint import __version__
-from tolk_lint.budget import Budget
+from tolk_lint.budget import Budget, Cancel
 from tolk_lint.config import DEFAULT_SETTINGS, ConfigError, Settings, SettingsResolver
 from tolk_lint.diagnostics import Applicability, Diagnostic, Severity
 from tolk_lint.ir.nodes import Span
@@ -97,6 +107,11 @@ class Linted:
     version: int | None
     diagnostics: list[Diagnostic]
     lsp: list[types.Diagnostic]
+    # the server's budget of ``cut`` seconds ran out (some kernel got TL005 for
+    # it): `finish` lints this version again under the file's budget
+    cut: float | None = None
+    finishing: bool = False  # `finish` has been started on it (once per lint)
+    rounds: int = 0  # the rounds of `finish` it is the result of
 
 
 class _Ignored:
@@ -195,11 +210,12 @@ class TolkLanguageServer(LanguageServer):
     # ------------------------------------------------------------ linting
 
     def lint_now(self, uri: str, text: str, version: int | None, language_id: str | None,
-                 cancel: threading.Event | None = None, progress=None) -> Linted:  # fmt: skip
+                 cancel: threading.Event | None = None, progress=None, finish: int = 0) -> Linted:  # fmt: skip
         """Lint one document's text (on a worker thread), under the lint
-        budget; ``cancel`` ends it early. ``progress(lsp)``, if given, is
-        handed what was found so far every `PROGRESS_SECONDS` (at a kernel
-        boundary). Never raises."""
+        budget (with ``finish``, round ``finish`` of `finish`, the file's);
+        ``cancel`` ends it early. ``progress(lsp)``, if given, is handed what
+        was found so far every `PROGRESS_SECONDS` (at a kernel boundary).
+        Never raises."""
         from tolk_lint.engine import KernelCache, lint_text
 
         if self.kernel_cache is None:
@@ -216,9 +232,13 @@ class TolkLanguageServer(LanguageServer):
                 range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
                 message=f"tolk-lint: bad configuration, using the defaults: {e}",
                 severity=types.DiagnosticSeverity.Error, source=SOURCE))  # fmt: skip
+        label = "the language server's time budget"
+        seconds = max(self.time_budget, settings.time_budget) if finish else min(self.time_budget, settings.time_budget)
+        if finish == 1:  # the kernels an edit's lint stopped get the longer budget
+            self.kernel_cache.forget_stops(path, f"{label} of {self.time_budget:g} s ran out")
+        done = len(self.kernel_cache.entries.get(path, {}))
         try:
-            within = Budget(min(self.time_budget, settings.time_budget), settings.memory_budget * (1 << 20), cancel,
-                            label="the language server's time budget")  # fmt: skip
+            within = Budget(seconds, settings.memory_budget * (1 << 20), cancel, label=label)
             step = None if progress is None else _every(PROGRESS_SECONDS, lambda found: progress(
                 extra + [to_lsp(d, uri, pos) for d in found()]))  # fmt: skip
             diags = lint_text(text, path, settings, language, kernel_cache=self.kernel_cache, within=within,
@@ -229,7 +249,13 @@ class TolkLanguageServer(LanguageServer):
                                 f"tolk-lint failed on this file: {type(e).__name__}: {e}",
                                 Span(path, 1, 1, 1, 2), name="internal-error")]  # fmt: skip
         lsp = extra + [to_lsp(d, uri, pos) for d in diags]
-        return Linted(version, diags, lsp)
+        ran_out = f"{within.label} of {seconds:g} s ran out"
+        cut = any(d.code == "TL005" and str((d.data or {}).get("reason", "")) == ran_out for d in diags)
+        if finish:  # another round only while each round finishes some kernel (its first one always does)
+            cut = cut and len(self.kernel_cache.entries.get(path, {})) > done
+        else:
+            cut = cut and seconds < settings.time_budget
+        return Linted(version, diags, lsp, seconds if cut else None, rounds=finish)
 
     def _codec(self):
         try:
@@ -260,7 +286,7 @@ class TolkLanguageServer(LanguageServer):
                 if cached is not None and cached.version == doc.version:
                     return cached
                 version, text, language_id = doc.version, doc.source, doc.language_id
-                cancel = threading.Event()
+                cancel = Cancel()
                 self.running[uri] = (version, cancel)
                 try:
                     result = await loop.run_in_executor(
@@ -297,6 +323,47 @@ class TolkLanguageServer(LanguageServer):
                 loop.call_soon_threadsafe(self._publish_progress, uri, version, lsp)
 
         result = self.lint_now(uri, text, version, language_id, cancel, progress)
+        return None if cancel.is_set() else result
+
+    async def finish(self, uri: str, cut: Linted) -> None:
+        """Lint the version ``cut`` was of again, under the file's budget
+        (`lint_now` with ``finish``), and publish it, while that version is
+        the newest and ``cut`` is what the client shows; a newer version
+        cancels it (`cancel_outdated`), as it does any lint. A round cut
+        short again is followed by another (`_publisher`) while each makes
+        headway: the kernel that starts a round has the whole budget, and
+        ends it finished or kept as stopped (`KernelCache`), so the rounds
+        end within one per kernel."""
+        cut.finishing = True
+        loop = asyncio.get_running_loop()
+        lock = self.busy.setdefault(uri, asyncio.Lock())
+        async with lock:
+            doc = self.workspace.text_documents.get(uri)
+            if doc is None or doc.version != cut.version or self.published.get(uri) is not cut:
+                return
+            text, language_id = doc.source, doc.language_id
+            cancel = Cancel()
+            self.running[uri] = (cut.version, cancel)
+            try:
+                result = await loop.run_in_executor(self.executor, self._finish_if_current, uri, text, cut.version,
+                                                    language_id, cancel, cut.rounds + 1)  # fmt: skip
+            finally:
+                if self.running.get(uri, (None, None))[1] is cancel:
+                    del self.running[uri]
+        doc = self.workspace.text_documents.get(uri)
+        if result is None or doc is None or doc.version != cut.version or self.published.get(uri) is not cut:
+            return
+        self.linted[uri] = self.published[uri] = result
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=result.lsp)
+        )
+
+    def _finish_if_current(self, uri: str, text: str, version: int | None, language_id: str | None,
+                           cancel: threading.Event, round_: int) -> Linted | None:  # fmt: skip
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or doc.version != version or cancel.is_set():
+            return None
+        result = self.lint_now(uri, text, version, language_id, cancel, finish=round_)
         return None if cancel.is_set() else result
 
     def _publish_progress(self, uri: str, version: int | None, lsp: list[types.Diagnostic]) -> None:
@@ -346,6 +413,10 @@ class TolkLanguageServer(LanguageServer):
                 await self.publish(uri)
                 doc = self.workspace.text_documents.get(uri)
                 sent = self.published.get(uri)
+                if doc is not None and sent is not None and sent.version == doc.version and sent.cut is not None \
+                        and not sent.finishing:  # fmt: skip
+                    await self.finish(uri, sent)  # then once more: an edit during it is published next
+                    continue
                 if doc is None or (sent is not None and sent.version == doc.version):
                     return
                 # edited after its lint ended, before it could be published: once more

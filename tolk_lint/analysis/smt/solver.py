@@ -146,6 +146,14 @@ def check_within_budget(s):
     left = budget.remaining_seconds()
     if left is not None:
         s.set("timeout", max(1, int(left * 1000)))
+    within = budget.current()
+    cancel = within.cancel if within is not None else None
+    if isinstance(cancel, budget.Cancel):  # a cancel interrupts the question (then `check` raises below)
+        with cancel.stopping(s.ctx.interrupt):
+            r = s.check()
+        if cancel.is_set():
+            budget.check("asking the solver")
+        return r
     r = s.check()
     if left is not None and str(r) == "unknown":
         budget.check("asking the solver")
