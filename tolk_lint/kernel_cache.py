@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from tolk_lint.config import Settings
 from tolk_lint.diagnostics import Diagnostic
 from tolk_lint.fingerprint import tool_fingerprint
-from tolk_lint.ir.nodes import Kernel, KernelOutline, Module
+from tolk_lint.ir.nodes import PYTHON_TREE, Kernel, KernelOutline, Module
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -292,7 +292,7 @@ def kernel_units(module: Module, outline: Sequence[KernelOutline] | None = None
         spans = _ptx_units(lines)
         marker = "//"
     elif module.language == "python":
-        spans = _python_units(module.source, lines)
+        spans = _python_units(module, lines)
         marker = "#"
     else:
         return {}, []
@@ -355,17 +355,22 @@ def _ptx_units(lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]
     return out
 
 
-def _python_units(source: str, lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
+def _python_units(module: Module, lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
     """Top-level functions: name -> (first line, last line, the decorator and
     ``def`` lines, which stay in the surroundings since the finder reads them
     for every function, the names its body mentions). A function starts at
     the comment lines right above its decorators (a kernel's launch
-    comment)."""
+    comment). The tree is the one the front end parsed (`PYTHON_TREE`)."""
     import ast
 
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    def parse(_module):
+        try:
+            return ast.parse(module.source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    tree = module.cached(PYTHON_TREE, parse)
+    if tree is None:
         return {}
     out: dict[str, tuple[int, int, set[int], set[str]]] = {}
     seen: set[str] = set()

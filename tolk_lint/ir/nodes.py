@@ -414,6 +414,11 @@ class KernelOutline:
         return cls(k.name, k.span, k.host)
 
 
+# the `Module.cached` key of a Python file's `ast` tree, as its front end parsed
+# it (the kernel cache reads where each function is from the same tree)
+PYTHON_TREE = "python ast"
+
+
 @dataclass
 class Module:
     """Everything read from one file: its kernels and device functions, the

@@ -21,7 +21,7 @@ import ast
 import re
 
 from tolk_lint.diagnostics import Diagnostic, Severity, internal_error
-from tolk_lint.ir.nodes import Module, Span
+from tolk_lint.ir.nodes import PYTHON_TREE, Module, Span
 
 __all__ = ["parse_python"]
 
@@ -47,6 +47,7 @@ def parse_python(text: str, path: str) -> Module:
     except (ValueError, MemoryError) as e:
         mod.diagnostics.append(_tl001(path, 1, 1, 2, f"cannot parse the file: {e}"))
         return mod
+    mod.cached(PYTHON_TREE, lambda _mod: tree)  # the kernel cache reads its functions' lines from it
     try:
         _lower_module(mod, tree, text, path)
     except RecursionError:

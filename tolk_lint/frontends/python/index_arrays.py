@@ -80,10 +80,17 @@ class _Reach:
         if e is None:
             return
         stack = [e]
+        walrus: list[str] = []  # `(g := ...)`: bound after the expression, not followed
         while stack:
             n = stack.pop()
             if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                continue  # own scopes: their names are not this function's
+                # own scopes: their names are not this function's (but a walrus
+                # in a comprehension binds the function's name)
+                walrus += [x.target.id for x in ast.walk(n)
+                           if isinstance(x, ast.NamedExpr) and isinstance(x.target, ast.Name)]  # fmt: skip
+                continue
+            if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                walrus.append(n.target.id)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 self.reach[n] = self.reach.get(n, frozenset()) | state.get(n.id, frozenset())
             elif isinstance(n, ast.Subscript):
@@ -94,9 +101,8 @@ class _Reach:
                 if q.startswith(CUDA + "atomic.") and q[len(CUDA) + 7 :] in _INDEXED_ATOMICS:
                     self.indices.append(n.args[1])
             stack.extend(ast.iter_child_nodes(n))
-        for n in ast.walk(e):  # `(g := ...)`: bound, not followed
-            if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
-                state[n.target.id] = frozenset({_OPAQUE})
+        for name in walrus:
+            state[name] = frozenset({_OPAQUE})
 
     def bind(self, target: ast.expr, value: ast.expr | None, state: State) -> None:
         if isinstance(target, ast.Name):

@@ -164,9 +164,19 @@ class ExternInfo:
     line: int
 
 
-def walk_body(node: ast.AST):
+def walk_body(node: ast.AST) -> tuple[ast.AST, ...]:
     """Every node of a function body, not descending into nested functions,
-    classes or lambdas."""
+    classes or lambdas. Walked once per function and kept on its node: the
+    finder's passes each read every node of every function (four walks of a
+    1,000-line file on each edit in the language server), and nothing
+    changes a tree once parsed."""
+    got = getattr(node, "_tolk_body", None)
+    if got is None:
+        got = node._tolk_body = tuple(_walk_body(node))  # type: ignore[attr-defined]
+    return got
+
+
+def _walk_body(node: ast.AST):
     stack = list(ast.iter_child_nodes(node))
     while stack:
         n = stack.pop()
