@@ -205,6 +205,8 @@ class _Propagator:
                 elif not _whole_warp(ins):
                     self.mark_results(ins, Reason(f"`{ins.text or op.value}` is the same only for the lanes that run "
                                                   "it together", ins))  # fmt: skip
+            elif op is O.SHUFFLE and level == "warp" and _warp_broadcast(ins):
+                pass  # every lane reads one lane's value: as uniform as the lane it names (`visit`)
             elif op in DIVERGENCE_SOURCES:
                 self.mark_results(ins, Reason(f"`{ins.text or op.value}` returns a per-thread value", ins))
             elif op is O.LOAD:
@@ -260,6 +262,8 @@ class _Propagator:
             return  # bar.red / syncthreads_count: a reduction over the workgroup
         if op in WARP_UNIFORM_RESULTS and self.level == "warp":
             return
+        if op is O.SHUFFLE and self.level == "warp" and v is ins.args[0] and _warp_broadcast(ins):
+            return  # the value shuffled varies, the lane it is read from does not
         varying = self.info.varying
         if any(r not in varying for r in ins.results):
             self.mark_results(ins, Reason((_derive_message, ins, v), ins, v))
@@ -267,7 +271,7 @@ class _Propagator:
 
 # The ops `_Propagator.visit` treats otherwise than "a varying operand makes
 # the results vary"; `run` handles every other op inline.
-_VISIT_OPS = frozenset({O.BRANCH, O.PHI, O.STORE, O.BARRIER}) | MEMORY_WRITES | WARP_UNIFORM_RESULTS
+_VISIT_OPS = frozenset({O.BRANCH, O.PHI, O.STORE, O.BARRIER, O.SHUFFLE}) | MEMORY_WRITES | WARP_UNIFORM_RESULTS
 
 
 def join_blocks(branch: Block, stop: Block | None) -> list[Block]:
@@ -307,6 +311,27 @@ def _whole_warp(ins: Instr) -> bool:
     d = ins.args[1].defn
     v = d.attrs.get("value") if d is not None and d.op is O.CONST else None
     return isinstance(v, int) and (v & 0xFFFFFFFF) == 0xFFFFFFFF
+
+
+def _constant(v: Value) -> int | None:
+    d = v.defn
+    c = d.attrs.get("value") if d is not None and d.op is O.CONST else None
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def _warp_broadcast(ins: Instr) -> bool:
+    """``shfl.sync.idx`` over the whole warp: the full constant mask (every
+    lane runs it together, or TL103 says otherwise) and a clamp operand of
+    31 with no segment mask (``c`` = 0x1f: the warp is one segment), so every
+    lane reads the lane its ``b`` operand names, ``b & 31``. When ``b`` is
+    the same in every lane of the warp (lane 0, ``__shfl_sync(~0u, v, 0)``),
+    so is the result, and the valid-lane predicate is true everywhere. PTX
+    ISA, ``shfl.sync``: ``lane = (b & ~segmask) | (laneid & segmask)``."""
+    if ins.attrs.get("mode") != "idx" or ins.attrs.get("sync") is False or len(ins.args) < 4:
+        return False
+    mask, clamp = _constant(ins.args[3]), _constant(ins.args[2])
+    return (mask is not None and mask & 0xFFFFFFFF == 0xFFFFFFFF and clamp is not None
+            and clamp & 0x1F1F == 0x1F)  # fmt: skip
 
 
 def describe(v: Value | None) -> str:
@@ -512,7 +537,7 @@ def compute(
     Before Z3 has proved anything, the warp level's taint is the workgroup
     level's whenever the two start from the same seeds (no special register
     that one level calls uniform and the other varying, no vote/redux/
-    activemask): then it is computed once and copied."""
+    activemask, no warp broadcast): then it is computed once and copied."""
     if not forced and not uniform_loops:
         # the warpgroup level seeds what the workgroup level does (several warps)
         key = "workgroup" if level == "warpgroup" or (level == "warp" and _levels_agree(kernel)) else level
@@ -525,7 +550,7 @@ def _levels_agree(kernel: Kernel) -> bool:
     `_Propagator.visit`: only special registers and warp-uniform results
     depend on the level)."""
     for ins in kernel.instrs():
-        if ins.op in WARP_UNIFORM_RESULTS:
+        if ins.op in WARP_UNIFORM_RESULTS or (ins.op is O.SHUFFLE and _warp_broadcast(ins)):
             return False
         if ins.op is O.SPECIAL:
             name = ins.attrs.get("name", "")
