@@ -120,6 +120,37 @@ def test_a_witness_is_small(tmp_path):
     assert tuple(w["block"]) == (2, 1, 1)
 
 
+UNSIGNED_COUNT = """\
+__global__ void halves(float *x, unsigned n)
+{
+    if (threadIdx.x < n) {
+        x[threadIdx.x] *= 2.0f;
+        __syncthreads();
+    }
+}
+__global__ void halves_signed(float *x, int n)
+{
+    if (threadIdx.x + n < 16) {
+        x[threadIdx.x] *= 2.0f;
+        __syncthreads();
+    }
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_an_unsigned_parameter_is_shown_and_made_small_unsigned(tmp_path):
+    # nvcc declares `int n` and `unsigned n` alike (`.param .u32`): the
+    # witness reads the signedness from the CUDA source. `n` splits threads
+    # 0 and 1 at n = 1 (unsigned), and at n = 15 or a small negative n (signed)
+    ptx = _ptx(tmp_path, "unsigned", UNSIGNED_COUNT)
+    found = {d.kernel: d for d in _lint(ptx) if d.code == "TL101"}
+    assert found["_Z6halvesPfj"].witness["inputs"] == {"_Z6halvesPfj_param_1": 1}
+    assert "n = 1" in found["_Z6halvesPfj"].message
+    [n] = found["_Z13halves_signedPfi"].witness["inputs"].values()
+    assert -16 < n <= 15
+
+
 @pytest.mark.nvcc
 def test_the_unrolled_witness_is_two_threads_of_a_block_of_two(tmp_path):
     ptx = _ptx(tmp_path, "unrolled", UNROLLED)

@@ -283,7 +283,7 @@ def run_rules(module: Module, k: Kernel, settings: Settings, rules: list) -> lis
     """The rules' findings on ``k`` under the launch it has now."""
     from tolk_lint.analysis.smt.solver import fresh_witnesses  # does not import z3
 
-    fresh_witnesses()
+    fresh_witnesses(unsigned=frozenset(f"param:{p.name}" for p in k.params if p.signed is False))
     out: list[Diagnostic] = []
     ctx = RuleContext(module, k, settings, kernel_target(k, module, settings), relint=_relinter(module, settings))
     for n, rule in enumerate(rules):

@@ -233,6 +233,7 @@ class Param:
     written: bool | None = None  # does the kernel store through it (None: unknown)
     ndim: int = 0  # Python arrays: number of dimensions
     label: str | None = None  # the name its source gives it (the CUDA C parameter a PTX one compiles from)
+    signed: bool | None = None  # its source's integer type is signed (None: unknown, or not an integer)
 
 
 def pointer_params(address: Value) -> set[str]:

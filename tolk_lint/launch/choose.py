@@ -157,8 +157,10 @@ def _source_facts(module: Module, k: Kernel, sources: list[CudaSource]) -> None:
     512`), and the `// tolk: assume EXPR` comments in its body."""
     entry = read_entry(k.name)
     for src in sources:
-        for p, (name, _type) in zip(k.params, src.kernel_params(entry, len(k.params))):
+        for p, (name, int_type) in zip(k.params, src.kernel_params(entry, len(k.params))):
             p.label = p.label or name or None
+            if p.signed is None and int_type is not None:
+                p.signed = int_type.signed  # nvcc declares `int n` and `unsigned n` alike, `.u32`
         attach_assumptions(module, k, src, entry)
 
 

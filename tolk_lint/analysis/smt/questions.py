@@ -41,6 +41,7 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
     out["block"] = block
     inputs = {}
     floats = {p.name for p in enc.k.params if is_float(p.dtype)}
+    unsigned = {p.name for p in enc.k.params if p.signed is False}  # `n = 4294967295`, not -1
     for name, sym in enc.shared_symbols.items():
         if name.startswith("param:"):
             x = val(sym)
@@ -48,8 +49,8 @@ def witness_of(enc: Encoder, model, extra: dict[str, Any] | None = None) -> dict
                 x = float_of_bits(x, sym.size())  # `eps = 0.5`, not its bits 1056964608
             elif isinstance(x, int):
                 w = sym.size()
-                if enc.python or x >= 1 << (w - 1):
-                    x = x - (1 << w) if x >= 1 << (w - 1) else x
+                if name[6:] not in unsigned and x >= 1 << (w - 1):
+                    x = x - (1 << w)
             inputs[name[6:]] = x
     out["inputs"] = inputs
     for lp, (k0, _k1) in enc.trips.items():

@@ -58,27 +58,28 @@ def witness_symbols(z3, assertions, prefixes: tuple[str, ...] = _PREFIXES) -> li
     return [found[n] for n in sorted(found)]
 
 
-def _signed(x) -> bool:
-    return x.decl().name().startswith("param:")
+def _signed(x, unsigned: frozenset[str]) -> bool:
+    name = x.decl().name()
+    return name.startswith("param:") and name not in unsigned
 
 
-def _size(z3, model, x) -> int:
+def _size(z3, model, x, unsigned: frozenset[str] = frozenset()) -> int:
     v = model.eval(x, model_completion=True)
     if not z3.is_bv_value(v):
         return 0
     n = v.as_long()
-    if _signed(x) and n >= 1 << (x.size() - 1):
+    if _signed(x, unsigned) and n >= 1 << (x.size() - 1):
         n = (1 << x.size()) - n
     if x.decl().name().startswith("ntid."):
         n -= 1  # a block is at least 1 wide
     return max(0, n)
 
 
-def _within(z3, x, bound: int):
+def _within(z3, x, bound: int, unsigned: frozenset[str] = frozenset()):
     w = x.size()
     if x.decl().name().startswith("ntid."):
         bound += 1
-    if _signed(x):
+    if _signed(x, unsigned):
         b = min(bound, (1 << (w - 1)) - 1)
         return z3.And(x >= -b, x <= b)
     if bound >= (1 << w) - 1:
@@ -105,11 +106,13 @@ def _next_bound(lo: int, hi: int) -> int:
     return min(max(mid, lo + 1), hi - 1)
 
 
-def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries: int = MAX_QUERIES):
+def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries: int = MAX_QUERIES,
+           unsigned: frozenset[str] = frozenset()):
     """A model of ``solver``'s assertions whose witness symbols are small
     (``model`` itself when none smaller is found); with ``keep``, of those
     too (each holds in ``model``); and the checks it took (at most
-    ``max_queries``)."""
+    ``max_queries``). Parameters are small by magnitude, as signed numbers,
+    except the ``unsigned`` ones (symbol names)."""
     try:
         syms = witness_symbols(z3, solver.assertions())
     except z3.Z3Exception:
@@ -140,11 +143,11 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
             solver.pop()
 
     try:
-        sizes = [_size(z3, best, x) for x in syms]
+        sizes = [_size(z3, best, x, unsigned) for x in syms]
         hi = max(sizes)
         if hi > 1:
             lo = 0  # a bound known to fail (0 is never tried: two threads differ)
-            got = ask(*[_within(z3, x, 1) for x in syms])
+            got = ask(*[_within(z3, x, 1, unsigned) for x in syms])
             if got:
                 hi = 1
             else:
@@ -162,12 +165,12 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
                     lo = _next_bound(lo, hi)
                     continue
                 mid = _next_bound(lo, hi)
-                got = ask(*[_within(z3, x, mid) for x in syms])
+                got = ask(*[_within(z3, x, mid, unsigned) for x in syms])
                 if got:
-                    hi = max(_size(z3, best, x) for x in syms)
+                    hi = max(_size(z3, best, x, unsigned) for x in syms)
                 else:
                     lo = mid
-        pins = [_within(z3, x, hi) for x in syms]
+        pins = [_within(z3, x, hi, unsigned) for x in syms]
         for x in sorted(syms, key=_pin_order):
             if asked >= max_queries:
                 break

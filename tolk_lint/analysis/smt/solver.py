@@ -73,11 +73,14 @@ def fresh_context() -> None:
         _local.ctx = None
 
 
-def fresh_witnesses() -> None:
+def fresh_witnesses(unsigned: frozenset[str] = frozenset()) -> None:
     """Give the lint run that starts now (one per launch shape) its
-    `MAX_SHRINKS` small witnesses (and `MAX_SHRINK_QUERIES` checks for them)."""
+    `MAX_SHRINKS` small witnesses (and `MAX_SHRINK_QUERIES` checks for them).
+    ``unsigned``: the parameter symbols (``param:NAME``) whose source type is
+    unsigned, made small as unsigned numbers (`n = 1`, not `n = -1`)."""
     _local.shrinks = MAX_SHRINKS
     _local.shrink_queries = MAX_SHRINK_QUERIES
+    _local.unsigned = unsigned
 
 
 def z3mod():
@@ -129,7 +132,8 @@ class Verdict:
             base = self.model
             if keep and not all(_z3.is_true(base.eval(k, model_completion=True)) for k in keep):
                 return base  # not a model of the disjunct: nothing to start from
-            got, asked = shrink(_z3, self.solver, base, keep=keep, max_queries=min(queries, MAX_QUERIES))
+            got, asked = shrink(_z3, self.solver, base, keep=keep, max_queries=min(queries, MAX_QUERIES),
+                                unsigned=getattr(_local, "unsigned", frozenset()))
             self._small[key] = got
             _local.shrink_queries = queries - asked
         return got
