@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tolk_lint import budget
 from tolk_lint.analysis.mbarriers import object_of
 from tolk_lint.ir.opcodes import Opcode
 
@@ -47,6 +48,21 @@ class PendingWalk:
     never_retired: bool  # some path ends the kernel with it pending
 
 
+# The walk's states are (block, position, trip relations, commits, retired,
+# armed mbarriers); the trip relations of nested loops multiply (a 3-stage
+# `cuda::pipeline` with a shared state: 1.7 million states). Past this many
+# the walk forgets how many trips separate the copy from what it meets
+# (`_any_trip`): a superset of the exact relations, so it may find more
+# hazards, never fewer, in a bounded number of states.
+EXACT_STATES = 20_000
+
+
+def _any_trip(vec: Vec) -> Vec:
+    """``vec`` with every loop's trip relative to the copy made "any trip"
+    (``free``, ``xfree`` once the loop is left)."""
+    return tuple((lp, k[0] + "free" if k[0] in "xh" else "free", 0) for lp, k, _n in vec)
+
+
 def copy_walk(phases: Phases, c: Access, level: str = "workgroup",
               dead: Callable[[Block, Block], bool] | None = None) -> PendingWalk:  # fmt: skip
     """Follow the copying thread from ``c`` until a wait retires it and a
@@ -67,10 +83,14 @@ def copy_walk(phases: Phases, c: Access, level: str = "workgroup",
     work = [(b0, i0, phases.vec0(b0), 0, False, frozenset())]
     while work:
         b, i, vec, cm, ret, armed = work.pop()
+        if len(seen) >= EXACT_STATES:
+            vec = _any_trip(vec)
         key = (b, i, vec, cm, ret, armed)
         if key in seen:
             continue
         seen.add(key)
+        if len(seen) % 256 == 0:
+            budget.check("following a cp.async copy to its wait (%d states)", len(seen))
         stopped = False
         for ins in b.instrs[i:]:
             op = ins.op
