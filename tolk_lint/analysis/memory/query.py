@@ -88,6 +88,16 @@ def overflowing_thread(ev, acc: Access, language: str) -> int | None:
     return None
 
 
+class Footprint(tuple):
+    """(start, width) in bytes, the bounding box an access touches; for a
+    wmma fragment stored or loaded with a stride, ``rows`` = (rows, row
+    bytes, pitch in bytes) says which bytes of the box it really touches
+    (`Query.overlap`): two warps' 16x16 tiles side by side in one row-major
+    array have overlapping boxes and no byte in common."""
+
+    rows: tuple | None = None
+
+
 class Query:
     """One Z3 context: one access of thread 0 against partners of thread 1
     (or of thread 0 itself)."""
@@ -507,14 +517,16 @@ class Query:
             start = enc._bv(enc.enc(acc.addr, t))
             W = start.size()
         width: Any = acc.width
+        out = Footprint((start, width))
         if acc.fragment is not None:
             rows, row_bytes, stride, e = acc.fragment
             if stride is not None:
                 s = enc.fit(enc.enc(stride, t), W, False)
-                width = (rows - 1) * s * e + row_bytes
+                out = Footprint((start, (rows - 1) * s * e + row_bytes))
+                out.rows = (rows, row_bytes, s * e)
             else:
-                width = rows * row_bytes
-        return start, width
+                out = Footprint((start, rows * row_bytes))
+        return out
 
     def in_bounds(self, acc: Access, t: int, trips, f) -> list:
         """The access stays inside its array (an access that leaves it is
@@ -595,9 +607,28 @@ class Query:
             wa = self.enc.fit(wa, a.size())
         if not isinstance(wb, int) and wb.size() != b.size():
             wb = self.enc.fit(wb, b.size())
+        ra, rb = getattr(f0, "rows", None), getattr(f1, "rows", None)
+        rows_of = []
+        if ra is not None:  # some row i of the fragment: its bytes, not the box's
+            a, wa = self._row(a, ra, rows_of)
+        if rb is not None:
+            b, wb = self._row(b, rb, rows_of)
         wa = wa if not isinstance(wa, int) else z3.BitVecVal(wa, a.size())
         wb = wb if not isinstance(wb, int) else z3.BitVecVal(wb, b.size())
-        return z3.Or(z3.ULT(b - a, wa), z3.ULT(a - b, wb))
+        return z3.And(*rows_of, z3.Or(z3.ULT(b - a, wa), z3.ULT(a - b, wb)))
+
+    def _row(self, start, rows: tuple, constraints: list):
+        """(start, width) of one row of a strided fragment, the row a fresh
+        symbol below its row count (the question asks whether *some* row of
+        each meets)."""
+        z3 = self.z3
+        n, row_bytes, pitch = rows
+        w = start.size()
+        self._rows = getattr(self, "_rows", 0) + 1
+        i = z3.BitVec(f"row_{self._rows}", w)
+        constraints.append(z3.ULT(i, n))
+        pitch = self.enc.fit(pitch, w) if not isinstance(pitch, int) else pitch
+        return start + i * pitch, row_bytes
 
     def warp_rel(self, same: bool | None):
         if same is None:
