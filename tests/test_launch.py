@@ -244,6 +244,33 @@ def test_host_launches_of_a_cuda_source():
     assert flat[(128, 1, 1)] == "`dim3 t(block_size)` at host.cu:22"
 
 
+DECLARATORS = """
+__global__ void tr(float *x) { }
+__global__ void other(float *x) { }
+void run(float *x, int n) {
+    dim3 grid(n / 32, n / 32), threads(32, 8);
+    int blocks = n / 256, width = 128;
+    tr<<<grid, threads>>>(x);
+    other<<<blocks, width>>>(x);
+}
+void through_pointer(float *x, int n, int which) {
+    void (*kernel)(float *) = &tr;
+    dim3 grid(n / 16), block;
+    block.x = 64;
+    if (which) kernel = other;
+    kernel<<<grid, block>>>(x);
+}
+"""
+
+
+def test_later_declarators_and_launches_through_a_kernel_pointer():
+    src = scan(DECLARATORS, "/src/d.cu")
+    got = {name: sorted(s.block for s in src.shapes_for(read_entry(name))) for name in ("tr", "other")}
+    assert got == {"tr": [(32, 8, 1), (64, 1, 1)], "other": [(64, 1, 1), (128, 1, 1)]}
+    (via,) = [s for s in src.shapes_for(read_entry("tr")) if s.block == (64, 1, 1)]
+    assert via.source == "`dim3 block` and its members at d.cu:12"
+
+
 def test_cpp_names_of_ptx_entries():
     e = read_entry("_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii")
     assert e.parts == ("MatrixMulCUDA",) and e.args == (32,) and str(e) == "MatrixMulCUDA<32>"

@@ -223,6 +223,9 @@ class CudaSource:
                 continue
             prev = toks[j - 1].text if j > 0 else ""
             nxt = toks[j + 1].text if j + 1 < len(toks) else ""
+            if prev == "," and not _in_parens(toks, func.start, j):
+                # a later declarator of one declaration: `dim3 grid(n / 32), threads(32, 8);`
+                prev = _declaration_type(toks, j, func.start) or prev
             declared = prev in _DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
                                                nxt in ("(", "{", "="))  # fmt: skip
             assigned = nxt == "=" and prev in (";", "{", "}")
@@ -383,6 +386,19 @@ def _in_parens(toks: list[Token], start: int, j: int) -> bool:
         elif t in (";", "{", "}") and depth == 0:
             return False
     return False
+
+
+def _declaration_type(toks: list[Token], j: int, stop: int) -> str | None:
+    """The type word (``dim3``, ``int``) of the declaration whose later
+    declarator is the name at token ``j`` (after a ``,`` outside brackets),
+    when its statement starts with declaration words; None: not a declaration."""
+    start = _statement_start(toks, j, stop)
+    k = start
+    while k < j and toks[k].text in _DECL_WORDS:
+        k += 1
+    if k == start or toks[k].kind != "name" or k == j:
+        return None
+    return toks[k - 1].text
 
 
 def _statement_start(toks: list[Token], j: int, stop: int) -> int:
@@ -569,12 +585,13 @@ def _launches(src: CudaSource) -> None:
             named = _launched_name(toks, i)
             if named is None or len(args) < 2:
                 continue
-            parts, targs = named
             first = _statement_start(toks, i, -1)
             text = _text(toks[first : close + 1], src.text)
             call = split_args(toks[close + 2 : matching(toks, close + 1)]) if close + 1 < len(toks) and \
                 toks[close + 1].text == "(" else None  # fmt: skip
-            src.launches.append(Launch(parts, targs, args[1], i, t.line, func_at(i), text, call))
+            func = func_at(i)
+            for parts, targs in _pointer_targets(src, func, named) or [named]:
+                src.launches.append(Launch(parts, targs, args[1], i, t.line, func, text, call))
         elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
             close = matching(toks, i + 1)
             args = split_args(toks[i + 2 : close])
@@ -585,6 +602,40 @@ def _launches(src: CudaSource) -> None:
                 continue
             parts, targs = named
             src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text)))
+
+
+def _pointer_targets(src: CudaSource, func: Function | None,
+                     named: tuple[tuple[str, ...], list[list[Token]] | None]) -> list:  # fmt: skip
+    """The kernels a launch through a function pointer may launch: NVIDIA's
+    transpose sample sets ``void (*kernel)(float *, float *, int, int)`` to
+    one kernel after another (``kernel = &transposeNaive;``) and launches
+    ``kernel<<<grid, threads>>>``. Every kernel the launching function
+    assigns to the variable (or initialises it with) is taken as launched
+    there; none: the name is not such a variable (an empty list)."""
+    parts, targs = named
+    if func is None or len(parts) != 1 or targs:
+        return []
+    kernels = {kd.name for kd in src.kernels}
+    if parts[0] in kernels:
+        return []
+    toks = src.tokens
+    out = []
+    for j in range(func.start + 1, func.end):
+        if toks[j].text != parts[0] or toks[j].kind != "name":
+            continue
+        k = j + 1
+        if toks[j - 1].text == "*" and toks[k].text == ")" and k + 1 < func.end and toks[k + 1].text == "(":
+            k = matching(toks, k + 1) + 1  # `void (*kernel)(float *, int) = &k;`: past the parameter types
+        if k >= func.end or toks[k].text != "=":
+            continue
+        end = statement_end(toks, k)
+        value = toks[k + 1 : end]
+        while value and value[0].text in ("&", "("):
+            value = value[1:] if value[0].text == "&" or matching(value, 0) != len(value) - 1 else value[1:-1]
+        target = _launched_name(value + [Token("op", "<<<", toks[j].line)], len(value)) if value else None
+        if target is not None and target[0][-1] in kernels and target not in out:
+            out.append(target)
+    return out
 
 
 def _innermost(functions: list[Function], i: int) -> Function | None:
