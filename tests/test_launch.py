@@ -7,6 +7,7 @@ block the contract admits."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -269,6 +270,23 @@ def test_later_declarators_and_launches_through_a_kernel_pointer():
     assert got == {"tr": [(32, 8, 1), (64, 1, 1)], "other": [(64, 1, 1), (128, 1, 1)]}
     (via,) = [s for s in src.shapes_for(read_entry("tr")) if s.block == (64, 1, 1)]
     assert via.source == "`dim3 block` and its members at d.cu:12"
+
+
+def test_the_constants_of_a_quoted_header_and_a_changed_header_read_again(tmp_path):
+    from tolk_lint.launch.cuda_source import read_source
+
+    (tmp_path / "common.h").write_text('#include "sizes.h"\n#define ROWS (SAMPLE / 16)\n')
+    (tmp_path / "sizes.h").write_text("#define SAMPLE 128\nconstexpr int WIDE = 2 * SAMPLE;\n")
+    cu = tmp_path / "m.cu"
+    cu.write_text('#include "common.h"\n#include <missing.h>\ntemplate <int D> __global__ void k(float *x) { }\n'
+                  "void run(float *x) { k<1><<<4, SAMPLE>>>(x); k<2><<<4, dim3(WIDE / 2, ROWS)>>>(x); }\n")
+    src = read_source(str(cu))
+    assert [s.block for s in src.shapes_for(read_entry("_Z1kILi1EEvPf"))] == [(128, 1, 1)]
+    assert [s.block for s in src.shapes_for(read_entry("_Z1kILi2EEvPf"))] == [(128, 8, 1)]
+    assert [os.path.basename(h) for h, _stamp in src.included] == ["common.h", "sizes.h"]
+    (tmp_path / "sizes.h").write_text("#define SAMPLE 64\nconstexpr int WIDE = 2 * SAMPLE;\n")
+    os.utime(tmp_path / "sizes.h", ns=(1, 1))
+    assert [s.block for s in read_source(str(cu)).shapes_for(read_entry("_Z1kILi1EEvPf"))] == [(64, 1, 1)]
 
 
 def test_cpp_names_of_ptx_entries():

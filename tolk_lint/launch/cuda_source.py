@@ -28,6 +28,7 @@ A ``tolk: launch`` comment above the kernel's definition is read too
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +99,7 @@ class CudaSource:
     functions: list[Function] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     globals_: dict[str, list[tuple[int, list[Token]]]] = field(default_factory=dict)  # name -> (index, init)
+    included: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # headers read: (path, stamp)
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
@@ -423,21 +425,22 @@ def _text(toks: list[Token], source: str) -> str:
 # -- reading a file ---------------------------------------------------------------------------------------
 
 
-def read_source(path: str) -> CudaSource | None:
-    """The CUDA source at ``path``, read and scanned (None: unreadable)."""
+def read_source(path: str, depth: int = 0) -> CudaSource | None:
+    """The CUDA source at ``path``, read and scanned, with the constants of
+    the headers it includes (None: unreadable)."""
     try:
         st = os.stat(path)
         if st.st_size > MAX_SOURCE_BYTES:
             return None
         key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
         got = _CACHE.get(key)
-        if got is not None:
+        if got is not None and all(_stamp(h) == stamp for h, stamp in got.included):
             return got
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return None
-    src = scan(text, path)
+    src = scan(text, path, depth)
     if len(_CACHE) > 64:
         _CACHE.clear()
     _CACHE[key] = src
@@ -445,16 +448,55 @@ def read_source(path: str) -> CudaSource | None:
 
 
 _CACHE: dict[tuple, CudaSource] = {}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+_MAX_INCLUDE_DEPTH = 4
 
 
-def scan(text: str, path: str) -> CudaSource:
+def scan(text: str, path: str, depth: int = 0) -> CudaSource:
+    """``text`` (the file at ``path``) read: its tokens, kernels, functions
+    and launches, and the ``#define`` and ``constexpr`` constants of the
+    headers it includes with quotes (``#include "mergeSort_common.h"``,
+    found beside it), which its launches' blocks are often written with.
+    Only the headers' constants are taken: their functions and launches are
+    not read."""
     tokens, comments, defines = lex(text)
     by_name: dict[str, list] = {}
+    globals_: dict[str, list[tuple[int, list[Token]]]] = {}
+    included: list[tuple[str, tuple[int, int]]] = []
+    for header in _headers(text, path) if depth < _MAX_INCLUDE_DEPTH else []:
+        got = read_source(header, depth + 1)
+        if got is None:
+            continue
+        included += [(header, _stamp(header))] + got.included
+        for name, toks in got.defines.items():
+            by_name.setdefault(name, []).extend(toks)
+        for name, decls in got.globals_.items():  # before every token of this file
+            globals_.setdefault(name, []).extend((-1, init) for _j, init in decls)
     for d in defines:
         by_name.setdefault(d.name, []).append(d.tokens)
-    src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name)
+    src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name,
+                     globals_=globals_, included=included)  # fmt: skip
     _structure(src)
     return src
+
+
+def _headers(text: str, path: str) -> list[str]:
+    """The files ``#include "..."`` names, found beside ``path``."""
+    here = os.path.dirname(os.path.abspath(path))
+    out = []
+    for m in _INCLUDE.finditer(text):
+        p = os.path.normpath(os.path.join(here, m.group(1)))
+        if p != os.path.abspath(path) and os.path.isfile(p) and p not in out:
+            out.append(p)
+    return out
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _structure(src: CudaSource) -> None:
