@@ -348,8 +348,9 @@ def test_a_finding_names_the_launches_it_holds_for():
     assert {d.code for d in diags} == {"TL202"}
     for d in diags:
         assert d.message.endswith("(under the launch block=(128,1,1) from the call site at line 14)"), d.message
+        # the grid is in the data, not in the words: the kernel reads no blockIdx
         assert d.data["launch"] == [{"block": [128, 1, 1], "source": "the call site at line 14", "kind": "call site",
-                                     "path": "k.py", "line": 14}]  # fmt: skip
+                                     "grid": [1, 1, 1], "path": "k.py", "line": 14}]  # fmt: skip
 
 
 def test_json_and_sarif_carry_the_launch(tmp_path):

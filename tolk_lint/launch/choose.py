@@ -228,6 +228,7 @@ def use(k: Kernel, shape: LaunchShape | None) -> None:
     k.launch.block = shape.block if shape is not None else None
     k.launch.contract = shape.contract if shape is not None else None
     k.launch.source = shape.source if shape is not None else ""
+    k.launch.grid = shape.grid if shape is not None else None
     # parameter name -> what the launch's arguments fix of it (`arguments.ArgFact`), for the solver
     facts = shape.arguments if shape is not None else ()
     k.launch.arguments = {k.params[f.index].name: f for f in facts if f.index < len(k.params)}

@@ -37,7 +37,7 @@ from tolk_lint.launch.c_types import IntType
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
-from tolk_lint.launch.shapes import UNREAD, LaunchShape, valid_block
+from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 _DECL_WORDS = frozenset(
@@ -84,6 +84,7 @@ class Launch:
     func: Function | None
     text: str = ""  # the launch as written, shortened
     args: list[list[Token]] | None = None  # the kernel's arguments (None: not read)
+    grid: list[Token] | None = None  # the grid expression
 
 
 @dataclass
@@ -109,6 +110,7 @@ class CudaSource:
         an entry of ``n_params`` parameters)."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
         facts: dict[tuple[int, int, int], list] = {}
+        grids: dict[tuple[int, int, int], list] = {}
         params = self.kernel_params(entry, n_params)
         unread = []
         for launch, binding in self._instances():
@@ -122,11 +124,12 @@ class CudaSource:
             block, text = got
             by_block.setdefault(block, []).append((launch.line, text))
             facts.setdefault(block, []).append(launch_facts(self, launch, binding, params) if params else {})
+            grids.setdefault(block, []).append(self.grid_of(launch, binding))
         out = []
         for block, where in by_block.items():
             srcs = list(dict.fromkeys(text for _line, text in where))
             out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0],
-                                   arguments=hull(facts[block])))  # fmt: skip
+                                   arguments=hull(facts[block]), grid=grid_hull(grids[block])))  # fmt: skip
         return out + unread
 
     def kernel_params(self, entry: Entry, n_params: int | None) -> tuple:
@@ -191,14 +194,27 @@ class CudaSource:
             return v, f"{where[-1]} (with {args}: `{launch.func.name}<...>` is called so)"
         return v, where[-1]
 
+    def grid_of(self, launch: Launch, binding: dict[str, int] | None = None) -> GridRange | None:
+        """The launch's grid when it is a constant (``gridSize - 1`` with
+        ``int gridSize = n_elements / blockSize;``), read as the block is
+        but with no variable the function changes in any other way
+        (`_changed`): the grid says which blocks run, so a grid read wrong
+        would hide what the others do. None: not a constant."""
+        if launch.grid is None:
+            return None
+        name_at = self._resolver(launch.index, launch.func, [], 0, binding, stable=True)
+        return as_grid(Evaluator(name_at).value(launch.grid))
+
     # -- names ----------------------------------------------------------------------------------------
 
     def _resolver(self, index: int, func: Function | None, where: list[str], depth: int,
-                  outer: dict[str, int] | None = None):  # fmt: skip
+                  outer: dict[str, int] | None = None, stable: bool = False):  # fmt: skip
         """How names are valued at ``index``: ``outer`` holds what the
         launch's own guards fix (a parameter ``if (block_size == 16)``
         tests has that value in every statement of the function before the
-        launch too: parameters are not reassigned here)."""
+        launch too: parameters are not reassigned here). ``stable``: a
+        variable the function changes other than by the bindings read here
+        (``grid *= 2`` in a loop, ``grid.x += 1``, ``&n``) is unknown."""
         guards = {**self._guards(index, func), **(outer or {})}
 
         def name_at(name: str) -> Any:
@@ -207,7 +223,9 @@ class CudaSource:
             if name in guards:
                 return guards[name]
             if func is not None:
-                got = self._local(name, index, func, where, depth, guards)
+                if stable and _changed(self, func, name, index):
+                    return None
+                got = self._local(name, index, func, where, depth, guards, stable)
                 if got is not _NOT_FOUND:
                     return got
                 if name in func.params:
@@ -217,7 +235,7 @@ class CudaSource:
         return name_at
 
     def _local(self, name: str, index: int, func: Function, where: list[str], depth: int,
-               guards: dict[str, int]) -> Any:  # fmt: skip
+               guards: dict[str, int], stable: bool = False) -> Any:  # fmt: skip
         """The value the function's last binding of ``name`` before ``index`` gives it."""
         toks = self.tokens
         for j in range(index - 1, func.start, -1):
@@ -232,7 +250,7 @@ class CudaSource:
                                                nxt in ("(", "{", "="))  # fmt: skip
             assigned = nxt == "=" and prev in (";", "{", "}")
             if prev == "dim3" and nxt in (";", ","):  # `dim3 threads;`: (1, 1, 1), then its members
-                v = self._members(name, (1, 1, 1), j, index, func, depth)
+                v = self._members(name, (1, 1, 1), j, index, func, depth, stable)
                 if v is not None:
                     where.append(f"`dim3 {name}` and its members at {self.label}:{toks[j].line}")
                 return v
@@ -246,20 +264,22 @@ class CudaSource:
                 init = [Token("name", "dim3", toks[j].line)] + toks[j + 1 : close + 1] if prev == "dim3" else \
                     toks[j + 2 : close]  # fmt: skip
             sub = self._resolver(j, func, [], depth + 1,
-                                 {n: v for n, v in guards.items() if n in func.params or n in func.template_params})
+                                 {n: v for n, v in guards.items() if n in func.params or n in func.template_params},
+                                 stable)  # fmt: skip
             v = Evaluator(sub).value(init)
             if v is None:
                 return None
             if isinstance(v, int) and prev == "dim3":
                 v = (v, 1, 1)
-            v = self._members(name, v, j, index, func, depth)
+            v = self._members(name, v, j, index, func, depth, stable)
             if v is not None:
                 start = _statement_start(toks, j, func.start)
                 where.append(f"`{_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
             return v
         return _NOT_FOUND
 
-    def _members(self, name: str, v: Any, decl: int, index: int, func: Function, depth: int) -> Any:
+    def _members(self, name: str, v: Any, decl: int, index: int, func: Function, depth: int,
+                 stable: bool = False) -> Any:  # fmt: skip
         """``threads.x = 32;`` between the declaration and the launch."""
         toks = self.tokens
         for j in range(decl + 1, index):
@@ -268,7 +288,7 @@ class CudaSource:
                 if member not in ("x", "y", "z") or not isinstance(v, tuple):
                     return None
                 end = statement_end(toks, j)
-                x = Evaluator(self._resolver(j, func, [], depth + 1)).value(toks[j + 4 : end])
+                x = Evaluator(self._resolver(j, func, [], depth + 1, stable=stable)).value(toks[j + 4 : end])
                 if not isinstance(x, int):
                     return None
                 dims = list(v)
@@ -354,6 +374,30 @@ class CudaSource:
             return None
         v = Evaluator(self._resolver(label, None, [], 1)).value(toks[label + 1 : colon])
         return (cond[0].text, v) if isinstance(v, int) else None
+
+
+def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
+    """Whether ``func`` changes the variable ``name`` other than by what
+    `CudaSource._local` reads (a declaration, ``name = ...`` before token
+    ``index``, ``name.x = ...`` before it): ``name`` assigned after the
+    launch (a loop brings it back), a compound assignment, an increment, its
+    address taken, or a member changed so."""
+    toks = src.tokens
+    for j in range(func.start + 1, func.end):
+        if toks[j].text != name or toks[j].kind != "name" or toks[j - 1].text in (".", "->", "::"):
+            continue
+        prev, nxt = toks[j - 1].text, toks[j + 1].text
+        if prev in ("++", "--", "&") or nxt in ("++", "--"):
+            return True
+        k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
+        op = toks[k].text
+        if op in ("++", "--") or (op in _ASSIGN_OPS and (op != "=" or j > index)):
+            if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
+                return True  # (a declaration `int g = ...` after the launch is another variable's)
+    return False
+
+
+_ASSIGN_OPS = frozenset("= += -= *= /= %= &= |= ^= <<= >>=".split())
 
 
 def _ends_path(toks: list[Token], k: int) -> bool:
@@ -633,7 +677,7 @@ def _launches(src: CudaSource) -> None:
                 toks[close + 1].text == "(" else None  # fmt: skip
             func = func_at(i)
             for parts, targs in _pointer_targets(src, func, named) or [named]:
-                src.launches.append(Launch(parts, targs, args[1], i, t.line, func, text, call))
+                src.launches.append(Launch(parts, targs, args[1], i, t.line, func, text, call, args[0]))
         elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
             close = matching(toks, i + 1)
             args = split_args(toks[i + 2 : close])
@@ -643,7 +687,8 @@ def _launches(src: CudaSource) -> None:
             if named is None:
                 continue
             parts, targs = named
-            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text)))
+            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text),
+                                       grid=args[1]))  # fmt: skip
 
 
 def _pointer_targets(src: CudaSource, func: Function | None,

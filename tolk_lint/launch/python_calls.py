@@ -38,7 +38,7 @@ from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
 from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
 from tolk_lint.launch.arguments import ArgFact, hull
 from tolk_lint.launch.c_types import INT64
-from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, valid_block
+from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 _MAX_DEPTH = 8  # names followed through other names' assignments
 _MAX_VALUES = 8  # shapes one block expression may stand for (a loop over sizes)
@@ -58,11 +58,12 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
             if not kernels:
                 continue
             blocks = _blocks_of_config(node.slice, scope, node.lineno)
+            grid = _grid_of_config(node.slice, scope, node.lineno)
             call = calls.get(id(node))
             for block in blocks or [None]:  # None: a site whose block is not a constant
                 for fi in kernels:
                     facts = _argument_facts(fi, call, scope) if call is not None else {}
-                    found.setdefault(fi, []).append((block, node.lineno, "call site", facts))
+                    found.setdefault(fi, []).append((block, node.lineno, "call site", facts, grid))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forall":
             kernels = _kernels(d, node.func.value, scope, node.lineno, stores)
             if not kernels:
@@ -75,19 +76,22 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
                 if not launches and _is_zero(tpb, scope, node.lineno):
                     launches = [Contract((MAX_THREADS, 1, 1), MAX_THREADS, "flat")]
             for launch in launches or [None]:
-                for fi in kernels:
-                    found.setdefault(fi, []).append((launch, node.lineno, "forall"))
+                for fi in kernels:  # the grid: Numba's, from n and the block
+                    found.setdefault(fi, []).append((launch, node.lineno, "forall", {}, None))
     return {fi: _shapes(sites, path) for fi, sites in found.items()}
 
 
 def _shapes(sites: list[tuple], path: str) -> list[LaunchShape]:
     """One shape per distinct launch, its source naming every site, with
-    what every site's arguments fix (`arguments.hull`)."""
+    what every site's arguments fix (`arguments.hull`) and the grids they
+    launch (`shapes.grid_hull`)."""
     by_launch: dict[Any, list[tuple[int, str]]] = {}
     facts: dict[Any, list[dict]] = {}
-    for launch, line, what, *rest in sites:
+    grids: dict[Any, list] = {}
+    for launch, line, what, fixed, grid in sites:
         by_launch.setdefault(launch, []).append((line, what))
-        facts.setdefault(launch, []).append(rest[0] if rest else {})
+        facts.setdefault(launch, []).append(fixed)
+        grids.setdefault(launch, []).append(grid)
     out = []
     for launch, where in by_launch.items():
         fixed = hull(facts[launch])
@@ -103,7 +107,8 @@ def _shapes(sites: list[tuple], path: str) -> list[LaunchShape]:
         elif isinstance(launch, Contract):
             out.append(LaunchShape(None, src, "call site", contract=launch, path=path, line=lines[0]))
         else:
-            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0], arguments=fixed))
+            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0], arguments=fixed,
+                                   grid=grid_hull(grids[launch])))  # fmt: skip
     return out
 
 
@@ -206,6 +211,17 @@ def _blocks_of_config(sl: ast.expr, scope: Scope, line: int) -> list[tuple[int, 
             if b is not None:
                 out.append(b)
     return out
+
+
+def _grid_of_config(sl: ast.expr, scope: Scope, line: int) -> GridRange | None:
+    """The grid of a launch configuration ``[grid, block, ...]``: the
+    smallest ranges holding each value it may have (a loop over sizes);
+    None when one is not a constant grid."""
+    if isinstance(sl, ast.Tuple) and len(sl.elts) >= 2:
+        values = _values(sl.elts[0], scope, line, 0)
+    else:  # `k[config]` with `config = (grid, block)`
+        values = [v[0] for v in _values(sl, scope, line, 0) if isinstance(v, tuple) and len(v) >= 2]
+    return grid_hull([as_grid(v) for v in values])
 
 
 def _block_values(node: ast.expr, scope: Scope, line: int) -> list[tuple[int, int, int]]:
