@@ -133,6 +133,36 @@ def test_kernels_through_factories_caches_and_attributes():
 # -- precedence ------------------------------------------------------------------------------------------
 
 
+HELPER = """
+from numba import cuda
+
+@cuda.jit
+def a(x):
+    x[0] = 1
+
+@cuda.jit
+def b(x):
+    x[0] = 2
+
+def run_one(func, x, n=4):
+    func[1, 32, 0, n](x)
+
+def run_twice(kernel, x):
+    run_one(kernel, x)
+
+def test(x):
+    run_one(a, x)
+    run_twice(kernel=b, x=x)
+"""
+
+
+def test_a_helper_that_launches_its_parameter_launches_what_every_call_passes():
+    assert _blocks(HELPER) == {"a": [(32, 1, 1)], "b": [(32, 1, 1)]}
+    for spoiler in ("run_one(x, x)", "run_one(func=make(), x=x)", "f = run_one", "run_one(*args)"):
+        got = _blocks(HELPER + f"    {spoiler}\n")
+        assert got == {"a": [], "b": []}, spoiler
+
+
 def test_command_line_beats_configuration_beats_call_site_beats_comment():
     src = """
     from numba import cuda

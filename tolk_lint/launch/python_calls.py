@@ -50,11 +50,12 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
     d = Discovery(finder._by_node, finder._class_scopes)
     nodes = list(_nodes_with_scopes(tree, finder))
     stores = _stores(nodes)
-    calls = {id(n.func): n for n, _s in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)}
-    found: dict[FuncInfo, list[tuple]] = {}  # fi -> (block or Contract, line, what[, argument facts])
+    calls = {id(n.func): n for n, _s in nodes if isinstance(n, ast.Call) and isinstance(n.func, (ast.Subscript, ast.Name))}
+    helpers = _Helpers(d, finder._by_node, nodes, calls, stores)
+    found: dict[FuncInfo, list[tuple]] = {}  # fi -> (block or Contract, line, what, argument facts, grid)
     for node, scope in nodes:
         if isinstance(node, ast.Subscript):
-            kernels = _kernels(d, node.value, scope, node.lineno, stores)
+            kernels = _kernels(d, node.value, scope, node.lineno, stores) or helpers.kernels(node.value, scope)
             if not kernels:
                 continue
             blocks = _blocks_of_config(node.slice, scope, node.lineno)
@@ -184,6 +185,61 @@ def _kernels(d: Discovery, node: ast.expr, scope: Scope, line: int, stores=None)
         if len(out) > 1:
             return []
     return out
+
+
+class _Helpers:
+    """Kernels passed to a helper that launches its parameter: numba-cuda's
+    tests write ``def _run_single_thread(func, arr): func[1, 1, 0, n](arr)``
+    and call it ``_run_single_thread(slice_write, arr)``. The parameter
+    stands for the kernels every call of the helper in the module passes
+    (through helpers of helpers, up to `_MAX_HELPERS`); none when a call
+    passes something else or leaves it out, the helper is used other than
+    by calls, or the parameter is assigned in its body."""
+
+    def __init__(self, d: Discovery, by_node: dict, nodes: list, calls: dict, stores: dict):
+        self.d, self.by_node, self.nodes, self.calls, self.stores = d, by_node, nodes, calls, stores
+
+    def kernels(self, node: ast.expr, scope: Scope, depth: int = 0) -> list[FuncInfo]:
+        fdef = scope.node
+        if depth >= _MAX_HELPERS or not isinstance(node, ast.Name) or scope.kind != "function" or \
+                not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):  # fmt: skip
+            return []
+        helper = self.by_node.get(fdef)
+        a = fdef.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        if helper is None or helper.kind != "plain" or len(scope.bindings.get(node.id, ())) != 1 or \
+                node.id not in positional + [p.arg for p in a.kwonlyargs]:  # fmt: skip
+            return []
+        out: list[FuncInfo] = []
+        for use, s in self.nodes:
+            if not isinstance(use, ast.Name) or use.id != fdef.name:
+                continue
+            b, _ = s.lookup(use.id, use.lineno)
+            if b is None or b.kind != "func" or b.value is not helper or isinstance(use.ctx, ast.Store):
+                continue
+            call = self.calls.get(id(use))
+            arg = _argument(call, node.id, positional) if call is not None else None
+            if arg is None:
+                return []  # the helper passed on as a value, or the parameter left to its default
+            got = _kernels(self.d, arg, s, use.lineno, self.stores) or self.kernels(arg, s, depth + 1)
+            if not got:
+                return []
+            out += got
+        return list(dict.fromkeys(out))
+
+
+_MAX_HELPERS = 3
+
+
+def _argument(call: ast.Call, name: str, positional: list[str]) -> ast.expr | None:
+    """The expression ``call`` passes for the parameter ``name``."""
+    kw = [k.value for k in call.keywords if k.arg == name]
+    if kw:
+        return kw[0]
+    i = positional.index(name) if name in positional else len(call.args)
+    if i < len(call.args) and not any(isinstance(x, ast.Starred) for x in call.args[: i + 1]):
+        return call.args[i]
+    return None
 
 
 def _values_kernels(d: Discovery, node: ast.expr, scope: Scope, line: int) -> list[FuncInfo]:
