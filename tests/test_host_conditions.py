@@ -102,6 +102,52 @@ void run(unsigned *d, int n) {
     assert listed(host)["n"] == (32, 64, 96, 128)
 
 
+def test_a_local_changed_by_statements_before_the_assert():
+    # the odd part computed in the launching function itself, then a second
+    # assert with the range (the shape of scan.cu's checks, spelled inline)
+    host = """
+void run(unsigned *d, unsigned len) {
+  unsigned r = len;
+  while ((r & 1) == 0) r >>= 1;
+  assert(r == 1);
+  assert(len >= 4 && len <= 1024);
+  k<<<1, 256>>>(d, len, 0);
+}
+"""
+    assert listed(host)["n"] == POW2_TO_1024[2:]
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        "unsigned r = len; if (len > 9) { r = 1; }",  # not the power-of-two test: 1, 2, 4, 8, 10..1024 pass
+        "unsigned r = len; while ((r & 1) == 0) r >>= 1; if (q) return;",  # a return before the assert
+    ],
+)
+def test_statements_before_the_assert_are_run_or_say_nothing(statements):
+    host = f"void run(unsigned *d, unsigned len, unsigned q) {{ if (len < 1 || len > 1024) return; {statements}\n"
+    host += "  assert(r == 1); k<<<1, 256>>>(d, len, 0); }"
+    got = listed(host)["n"]
+    assert got is None or set(got) >= set(POW2_TO_1024)  # never a value that passes dropped
+
+
+def test_a_local_declared_in_another_block_than_the_assert_says_nothing():
+    # the statements from `r`'s declaration to the assert are not a run of
+    # whole statements: not run (conservative, though this one is right)
+    host = """
+void run(unsigned *d, unsigned len, bool check) {
+  if (len < 1 || len > 1024) return;
+  unsigned r = len;
+  if (check) {
+    while ((r & 1) == 0) r >>= 1;
+    assert(r == 1);
+    k<<<1, 256>>>(d, len, 0);
+  }
+}
+"""
+    assert listed(host)["n"] is None
+
+
 @pytest.mark.parametrize(
     "helper",
     [

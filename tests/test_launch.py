@@ -7,6 +7,7 @@ block the contract admits."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -132,6 +133,36 @@ def test_kernels_through_factories_caches_and_attributes():
 # -- precedence ------------------------------------------------------------------------------------------
 
 
+HELPER = """
+from numba import cuda
+
+@cuda.jit
+def a(x):
+    x[0] = 1
+
+@cuda.jit
+def b(x):
+    x[0] = 2
+
+def run_one(func, x, n=4):
+    func[1, 32, 0, n](x)
+
+def run_twice(kernel, x):
+    run_one(kernel, x)
+
+def test(x):
+    run_one(a, x)
+    run_twice(kernel=b, x=x)
+"""
+
+
+def test_a_helper_that_launches_its_parameter_launches_what_every_call_passes():
+    assert _blocks(HELPER) == {"a": [(32, 1, 1)], "b": [(32, 1, 1)]}
+    for spoiler in ("run_one(x, x)", "run_one(func=make(), x=x)", "f = run_one", "run_one(*args)"):
+        got = _blocks(HELPER + f"    {spoiler}\n")
+        assert got == {"a": [], "b": []}, spoiler
+
+
 def test_command_line_beats_configuration_beats_call_site_beats_comment():
     src = """
     from numba import cuda
@@ -244,6 +275,50 @@ def test_host_launches_of_a_cuda_source():
     assert flat[(128, 1, 1)] == "`dim3 t(block_size)` at host.cu:22"
 
 
+DECLARATORS = """
+__global__ void tr(float *x) { }
+__global__ void other(float *x) { }
+void run(float *x, int n) {
+    dim3 grid(n / 32, n / 32), threads(32, 8);
+    int blocks = n / 256, width = 128;
+    tr<<<grid, threads>>>(x);
+    other<<<blocks, width>>>(x);
+}
+void through_pointer(float *x, int n, int which) {
+    void (*kernel)(float *) = &tr;
+    dim3 grid(n / 16), block;
+    block.x = 64;
+    if (which) kernel = other;
+    kernel<<<grid, block>>>(x);
+}
+"""
+
+
+def test_later_declarators_and_launches_through_a_kernel_pointer():
+    src = scan(DECLARATORS, "/src/d.cu")
+    got = {name: sorted(s.block for s in src.shapes_for(read_entry(name))) for name in ("tr", "other")}
+    assert got == {"tr": [(32, 8, 1), (64, 1, 1)], "other": [(64, 1, 1), (128, 1, 1)]}
+    (via,) = [s for s in src.shapes_for(read_entry("tr")) if s.block == (64, 1, 1)]
+    assert via.source == "`dim3 block` and its members at d.cu:12"
+
+
+def test_the_constants_of_a_quoted_header_and_a_changed_header_read_again(tmp_path):
+    from tolk_lint.launch.cuda_source import read_source
+
+    (tmp_path / "common.h").write_text('#include "sizes.h"\n#define ROWS (SAMPLE / 16)\n')
+    (tmp_path / "sizes.h").write_text("#define SAMPLE 128\nconstexpr int WIDE = 2 * SAMPLE;\n")
+    cu = tmp_path / "m.cu"
+    cu.write_text('#include "common.h"\n#include <missing.h>\ntemplate <int D> __global__ void k(float *x) { }\n'
+                  "void run(float *x) { k<1><<<4, SAMPLE>>>(x); k<2><<<4, dim3(WIDE / 2, ROWS)>>>(x); }\n")
+    src = read_source(str(cu))
+    assert [s.block for s in src.shapes_for(read_entry("_Z1kILi1EEvPf"))] == [(128, 1, 1)]
+    assert [s.block for s in src.shapes_for(read_entry("_Z1kILi2EEvPf"))] == [(128, 8, 1)]
+    assert [os.path.basename(h) for h, _stamp in src.included] == ["common.h", "sizes.h"]
+    (tmp_path / "sizes.h").write_text("#define SAMPLE 64\nconstexpr int WIDE = 2 * SAMPLE;\n")
+    os.utime(tmp_path / "sizes.h", ns=(1, 1))
+    assert [s.block for s in read_source(str(cu)).shapes_for(read_entry("_Z1kILi1EEvPf"))] == [(64, 1, 1)]
+
+
 def test_cpp_names_of_ptx_entries():
     e = read_entry("_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii")
     assert e.parts == ("MatrixMulCUDA",) and e.args == (32,) and str(e) == "MatrixMulCUDA<32>"
@@ -303,8 +378,9 @@ def test_a_finding_names_the_launches_it_holds_for():
     assert {d.code for d in diags} == {"TL202"}
     for d in diags:
         assert d.message.endswith("(under the launch block=(128,1,1) from the call site at line 14)"), d.message
+        # the grid is in the data, not in the words: the kernel reads no blockIdx
         assert d.data["launch"] == [{"block": [128, 1, 1], "source": "the call site at line 14", "kind": "call site",
-                                     "path": "k.py", "line": 14}]  # fmt: skip
+                                     "grid": [1, 1, 1], "path": "k.py", "line": 14}]  # fmt: skip
 
 
 def test_json_and_sarif_carry_the_launch(tmp_path):

@@ -293,6 +293,7 @@ class LaunchBounds:
     minnctapersm: int | None = None
     maxnreg: int | None = None
     source: str = ""  # where ``block`` came from, for messages
+    grid: tuple | None = None  # the launch's blocks per grid dimension, as (lo, hi) ranges (None: any)
     contract: Any = None
     arguments: dict = field(default_factory=dict)  # parameter name -> what the launch fixes of it
     found: tuple = ()

@@ -71,7 +71,10 @@ def dump_kernel(k: Kernel, with_loops: bool = True, with_locations: bool = False
     if k.host:
         head += " host"
     if k.launch.block:
-        head += " launch block=({},{},{})".format(*k.launch.block)
+        head += " launch"
+        if k.launch.grid:  # each dimension's blocks, a range when launches differ
+            head += " grid=({})".format(",".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in k.launch.grid))
+        head += " block=({},{},{})".format(*k.launch.block)
     elif k.launch.max_threads:
         head += f" launch max_threads={k.launch.max_threads}"
     lines = [head]

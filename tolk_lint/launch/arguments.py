@@ -262,7 +262,7 @@ def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[i
     module's docstring), as far as constants bound it."""
     out: dict[str, tuple[int, int]] = {}
     const = Evaluator(src._resolver(func.start, None, [], 1))
-    for cond, holds in _conditions_at(src, index, func):
+    for cond, holds, _at in _conditions_at(src, index, func):
         facts = [f for c in split_top(cond, "&&") for f in _comparison(c, const)] if holds else _negated(cond, const)
         for name, op, c in facts:
             lo, hi = out.get(name, (-(1 << 64), 1 << 64))
@@ -276,19 +276,20 @@ def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[i
     return out
 
 
-def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[list[Token], bool]]:
+def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[list[Token], bool, int]]:
     """The conditions the launch at token ``index`` runs under, as
-    ``(tokens, holds)``: true there (an ``assert`` before it in a scope
+    ``(tokens, holds, at)``: true there (an ``assert`` before it in a scope
     that holds it, an enclosing ``if``), or false (an ``if`` whose ``else``
-    holds it, an early exit before it)."""
+    holds it, an early exit before it); ``at`` is the token of the
+    ``assert`` or the ``if``."""
     toks = src.tokens
-    out: list[tuple[list[Token], bool]] = []
+    out: list[tuple[list[Token], bool, int]] = []
     for j in range(func.start + 1, index):
         t = toks[j].text
         if t == "assert" and toks[j + 1].text == "(" and _scope_holds(toks, j, index, func.start):
             close = matching(toks, j + 1)
             if close < index:
-                out.append((toks[j + 2 : close], True))
+                out.append((toks[j + 2 : close], True, j))
             continue
         if t != "if" or toks[j + 1].text != "(":
             continue
@@ -299,14 +300,14 @@ def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[li
             continue
         end = matching(toks, body) if toks[body].text == "{" else statement_end(toks, body)
         if body <= index <= end:
-            out.append((cond, True))
+            out.append((cond, True, j))
         elif end < index and end + 1 < len(toks) and toks[end + 1].text == "else":
             other = end + 2
             other_end = matching(toks, other) if toks[other].text == "{" else statement_end(toks, other)
             if other <= index <= other_end:
-                out.append((cond, False))
+                out.append((cond, False, j))
         elif end < index and _exits(toks, body, end) and _scope_holds(toks, j, index, func.start):
-            out.append((cond, False))
+            out.append((cond, False, j))
     return out
 
 
@@ -324,11 +325,11 @@ def _values_of(src: CudaSource, func: Function, index: int, name: str, host: Int
         return None
     simple = Evaluator(src._resolver(func.start, None, [], 1))
     exprs = []
-    for cond, holds in _conditions_at(src, index, func):
+    for cond, holds, at in _conditions_at(src, index, func):
         if holds and all([f[0] for f in _comparison(c, simple)] == [name] for c in split_top(cond, "&&")):
             continue  # already in lo..hi
         try:
-            exprs.append((host_eval.parse_expression(cond), holds))
+            exprs.append((host_eval.parse_expression(cond), holds, _prelude(src, func, cond, at, name)))
         except (host_eval.Unknown, IndexError, RecursionError):  # not C this module runs
             continue
     if not exprs:
@@ -337,20 +338,57 @@ def _values_of(src: CudaSource, func: Function, index: int, name: str, host: Int
     known: dict[str, Any] = {}  # name -> how `_host_name` reads it, the same for every value
     machine = host_eval.Machine(src, lambda n: _host_name(src, func, index, n, current, known, machine))
     passing = set(range(lo, hi + 1))
-    for expr, holds in exprs:
+    for expr, holds, prelude in exprs:
         for v in sorted(passing):
             if machine.total > MAX_TOTAL_STEPS:
                 break  # the values not run yet are kept
             current.clear()
             current[name] = host_eval.Int(v, host)
             try:
-                if machine.run(expr) != holds:
+                got = machine.run(expr) if prelude is None else machine.run_after(prelude[0], expr, prelude[1])
+                if got != holds:
                     passing.discard(v)
             except (host_eval.Unknown, IndexError, RecursionError):
                 pass  # not known to fail: kept
     if not passing or len(passing) == hi - lo + 1 or len(passing) > MAX_VALUES:
         return None  # no value passes: an impossible launch, left to the ranges
     return tuple(sorted(passing))
+
+
+def _prelude(src: CudaSource, func: Function, cond: list[Token], at: int,
+             name: str) -> tuple[tuple, set[str]] | None:  # fmt: skip
+    """What runs before the condition at token ``at`` when it reads a local
+    that the function changes after declaring it (``unsigned r = len; while
+    ((r & 1) == 0) r >>= 1; assert(r == 1);``): the statements from the
+    first such declaration to the condition, parsed, and the names they and
+    the condition read. None: the condition reads no such local. `Unknown`
+    when those statements are not a run of whole statements of one scope
+    (the declaration in another block than the condition) or not C that
+    `host_eval` runs: the condition then says nothing."""
+    toks = src.tokens
+    starts = []
+    for n in {t.text for t in cond if t.kind == "name" and t.text != name}:
+        decl = _declaration_at(src, func, n, at)
+        if decl is not None and _assigned(src, func, n, at):
+            starts.append(decl)
+    if not starts:
+        return None
+    first = min(starts)
+    while first > func.start + 1 and toks[first - 1].text not in (";", "{", "}"):
+        first -= 1  # the declaration's type words
+    run = toks[first:at]
+    names = {t.text for t in run + cond if t.kind == "name"}
+    return host_eval.parse_statements(run), names
+
+
+def _declaration_at(src: CudaSource, func: Function, n: str, at: int) -> int | None:
+    """The token of the local ``n``'s name in its last declaration in
+    ``func`` before token ``at`` that `_declaration` reads."""
+    toks = src.tokens
+    for j in range(at - 1, func.start, -1):
+        if toks[j].text == n and toks[j].kind == "name" and toks[j - 1].text in host_eval.TYPE_WORDS:
+            return j if _declaration(src, func, n, j + 2) is not None else None
+    return None
 
 
 def _host_name(src: CudaSource, func: Function, index: int, n: str, current: dict[str, Any], known: dict[str, Any],

@@ -177,7 +177,7 @@ def cuda_sources(module: Module) -> list[CudaSource]:
 
 
 def _read_cuda_sources(module: Module) -> list[CudaSource]:
-    paths = source_paths(module)
+    paths = _source_files(module)
     if not paths:
         return []
     from tolk_lint.launch.cuda_source import read_source  # the C reader: only when there is C to read
@@ -192,7 +192,19 @@ def _read_cuda_sources(module: Module) -> list[CudaSource]:
 
 def source_paths(module: Module) -> list[str]:
     """The CUDA sources `cuda_sources` reads for ``module``, as found on
-    disk (what a cached result of the PTX depends on)."""
+    disk, and the headers they include whose constants are read (what a
+    cached result of the PTX depends on)."""
+    found = _source_files(module)
+    if not found:
+        return found
+    from tolk_lint.launch.cuda_source import read_source
+
+    headers = [h for p in found for h, _stamp in getattr(read_source(p), "included", ())]
+    return list(dict.fromkeys(found + headers))
+
+
+def _source_files(module: Module) -> list[str]:
+    """The CUDA sources themselves (`source_paths` without the headers)."""
     if module.language != "ptx":
         return []
     here = os.path.dirname(os.path.abspath(module.path))
@@ -218,6 +230,7 @@ def use(k: Kernel, shape: LaunchShape | None) -> None:
     k.launch.block = shape.block if shape is not None else None
     k.launch.contract = shape.contract if shape is not None else None
     k.launch.source = shape.source if shape is not None else ""
+    k.launch.grid = shape.grid if shape is not None else None
     # parameter name -> what the launch's arguments fix of it (`arguments.ArgFact`), for the solver
     facts = shape.arguments if shape is not None else ()
     k.launch.arguments = {k.params[f.index].name: f for f in facts if f.index < len(k.params)}

@@ -28,6 +28,7 @@ A ``tolk: launch`` comment above the kernel's definition is read too
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ from tolk_lint.launch.c_types import IntType
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
-from tolk_lint.launch.shapes import UNREAD, LaunchShape, valid_block
+from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 _DECL_WORDS = frozenset(
@@ -83,6 +84,7 @@ class Launch:
     func: Function | None
     text: str = ""  # the launch as written, shortened
     args: list[list[Token]] | None = None  # the kernel's arguments (None: not read)
+    grid: list[Token] | None = None  # the grid expression
 
 
 @dataclass
@@ -98,6 +100,7 @@ class CudaSource:
     functions: list[Function] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     globals_: dict[str, list[tuple[int, list[Token]]]] = field(default_factory=dict)  # name -> (index, init)
+    included: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # headers read: (path, stamp)
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
@@ -107,6 +110,7 @@ class CudaSource:
         an entry of ``n_params`` parameters)."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
         facts: dict[tuple[int, int, int], list] = {}
+        grids: dict[tuple[int, int, int], list] = {}
         params = self.kernel_params(entry, n_params)
         unread = []
         for launch, binding in self._instances():
@@ -120,11 +124,12 @@ class CudaSource:
             block, text = got
             by_block.setdefault(block, []).append((launch.line, text))
             facts.setdefault(block, []).append(launch_facts(self, launch, binding, params) if params else {})
+            grids.setdefault(block, []).append(self.grid_of(launch, binding))
         out = []
         for block, where in by_block.items():
             srcs = list(dict.fromkeys(text for _line, text in where))
             out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0],
-                                   arguments=hull(facts[block])))  # fmt: skip
+                                   arguments=hull(facts[block]), grid=grid_hull(grids[block])))  # fmt: skip
         return out + unread
 
     def kernel_params(self, entry: Entry, n_params: int | None) -> tuple:
@@ -189,14 +194,27 @@ class CudaSource:
             return v, f"{where[-1]} (with {args}: `{launch.func.name}<...>` is called so)"
         return v, where[-1]
 
+    def grid_of(self, launch: Launch, binding: dict[str, int] | None = None) -> GridRange | None:
+        """The launch's grid when it is a constant (``gridSize - 1`` with
+        ``int gridSize = n_elements / blockSize;``), read as the block is
+        but with no variable the function changes in any other way
+        (`_changed`): the grid says which blocks run, so a grid read wrong
+        would hide what the others do. None: not a constant."""
+        if launch.grid is None:
+            return None
+        name_at = self._resolver(launch.index, launch.func, [], 0, binding, stable=True)
+        return as_grid(Evaluator(name_at).value(launch.grid))
+
     # -- names ----------------------------------------------------------------------------------------
 
     def _resolver(self, index: int, func: Function | None, where: list[str], depth: int,
-                  outer: dict[str, int] | None = None):  # fmt: skip
+                  outer: dict[str, int] | None = None, stable: bool = False):  # fmt: skip
         """How names are valued at ``index``: ``outer`` holds what the
         launch's own guards fix (a parameter ``if (block_size == 16)``
         tests has that value in every statement of the function before the
-        launch too: parameters are not reassigned here)."""
+        launch too: parameters are not reassigned here). ``stable``: a
+        variable the function changes other than by the bindings read here
+        (``grid *= 2`` in a loop, ``grid.x += 1``, ``&n``) is unknown."""
         guards = {**self._guards(index, func), **(outer or {})}
 
         def name_at(name: str) -> Any:
@@ -205,7 +223,9 @@ class CudaSource:
             if name in guards:
                 return guards[name]
             if func is not None:
-                got = self._local(name, index, func, where, depth, guards)
+                if stable and _changed(self, func, name, index):
+                    return None
+                got = self._local(name, index, func, where, depth, guards, stable)
                 if got is not _NOT_FOUND:
                     return got
                 if name in func.params:
@@ -215,7 +235,7 @@ class CudaSource:
         return name_at
 
     def _local(self, name: str, index: int, func: Function, where: list[str], depth: int,
-               guards: dict[str, int]) -> Any:  # fmt: skip
+               guards: dict[str, int], stable: bool = False) -> Any:  # fmt: skip
         """The value the function's last binding of ``name`` before ``index`` gives it."""
         toks = self.tokens
         for j in range(index - 1, func.start, -1):
@@ -223,11 +243,14 @@ class CudaSource:
                 continue
             prev = toks[j - 1].text if j > 0 else ""
             nxt = toks[j + 1].text if j + 1 < len(toks) else ""
+            if prev == "," and not _in_parens(toks, func.start, j):
+                # a later declarator of one declaration: `dim3 grid(n / 32), threads(32, 8);`
+                prev = _declaration_type(toks, j, func.start) or prev
             declared = prev in _DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
                                                nxt in ("(", "{", "="))  # fmt: skip
             assigned = nxt == "=" and prev in (";", "{", "}")
             if prev == "dim3" and nxt in (";", ","):  # `dim3 threads;`: (1, 1, 1), then its members
-                v = self._members(name, (1, 1, 1), j, index, func, depth)
+                v = self._members(name, (1, 1, 1), j, index, func, depth, stable)
                 if v is not None:
                     where.append(f"`dim3 {name}` and its members at {self.label}:{toks[j].line}")
                 return v
@@ -241,20 +264,22 @@ class CudaSource:
                 init = [Token("name", "dim3", toks[j].line)] + toks[j + 1 : close + 1] if prev == "dim3" else \
                     toks[j + 2 : close]  # fmt: skip
             sub = self._resolver(j, func, [], depth + 1,
-                                 {n: v for n, v in guards.items() if n in func.params or n in func.template_params})
+                                 {n: v for n, v in guards.items() if n in func.params or n in func.template_params},
+                                 stable)  # fmt: skip
             v = Evaluator(sub).value(init)
             if v is None:
                 return None
             if isinstance(v, int) and prev == "dim3":
                 v = (v, 1, 1)
-            v = self._members(name, v, j, index, func, depth)
+            v = self._members(name, v, j, index, func, depth, stable)
             if v is not None:
                 start = _statement_start(toks, j, func.start)
                 where.append(f"`{_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
             return v
         return _NOT_FOUND
 
-    def _members(self, name: str, v: Any, decl: int, index: int, func: Function, depth: int) -> Any:
+    def _members(self, name: str, v: Any, decl: int, index: int, func: Function, depth: int,
+                 stable: bool = False) -> Any:  # fmt: skip
         """``threads.x = 32;`` between the declaration and the launch."""
         toks = self.tokens
         for j in range(decl + 1, index):
@@ -263,7 +288,7 @@ class CudaSource:
                 if member not in ("x", "y", "z") or not isinstance(v, tuple):
                     return None
                 end = statement_end(toks, j)
-                x = Evaluator(self._resolver(j, func, [], depth + 1)).value(toks[j + 4 : end])
+                x = Evaluator(self._resolver(j, func, [], depth + 1, stable=stable)).value(toks[j + 4 : end])
                 if not isinstance(x, int):
                     return None
                 dims = list(v)
@@ -351,6 +376,30 @@ class CudaSource:
         return (cond[0].text, v) if isinstance(v, int) else None
 
 
+def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
+    """Whether ``func`` changes the variable ``name`` other than by what
+    `CudaSource._local` reads (a declaration, ``name = ...`` before token
+    ``index``, ``name.x = ...`` before it): ``name`` assigned after the
+    launch (a loop brings it back), a compound assignment, an increment, its
+    address taken, or a member changed so."""
+    toks = src.tokens
+    for j in range(func.start + 1, func.end):
+        if toks[j].text != name or toks[j].kind != "name" or toks[j - 1].text in (".", "->", "::"):
+            continue
+        prev, nxt = toks[j - 1].text, toks[j + 1].text
+        if prev in ("++", "--", "&") or nxt in ("++", "--"):
+            return True
+        k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
+        op = toks[k].text
+        if op in ("++", "--") or (op in _ASSIGN_OPS and (op != "=" or j > index)):
+            if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
+                return True  # (a declaration `int g = ...` after the launch is another variable's)
+    return False
+
+
+_ASSIGN_OPS = frozenset("= += -= *= /= %= &= |= ^= <<= >>=".split())
+
+
 def _ends_path(toks: list[Token], k: int) -> bool:
     """Whether the statement before token ``k`` is ``break;``, ``return ...;``
     or ``continue;`` (a switch's label after it is not fallen into)."""
@@ -385,6 +434,19 @@ def _in_parens(toks: list[Token], start: int, j: int) -> bool:
     return False
 
 
+def _declaration_type(toks: list[Token], j: int, stop: int) -> str | None:
+    """The type word (``dim3``, ``int``) of the declaration whose later
+    declarator is the name at token ``j`` (after a ``,`` outside brackets),
+    when its statement starts with declaration words; None: not a declaration."""
+    start = _statement_start(toks, j, stop)
+    k = start
+    while k < j and toks[k].text in _DECL_WORDS:
+        k += 1
+    if k == start or toks[k].kind != "name" or k == j:
+        return None
+    return toks[k - 1].text
+
+
 def _statement_start(toks: list[Token], j: int, stop: int) -> int:
     k = j
     while k > stop + 1 and toks[k - 1].text not in (";", "{", "}"):
@@ -407,21 +469,22 @@ def _text(toks: list[Token], source: str) -> str:
 # -- reading a file ---------------------------------------------------------------------------------------
 
 
-def read_source(path: str) -> CudaSource | None:
-    """The CUDA source at ``path``, read and scanned (None: unreadable)."""
+def read_source(path: str, depth: int = 0) -> CudaSource | None:
+    """The CUDA source at ``path``, read and scanned, with the constants of
+    the headers it includes (None: unreadable)."""
     try:
         st = os.stat(path)
         if st.st_size > MAX_SOURCE_BYTES:
             return None
         key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
         got = _CACHE.get(key)
-        if got is not None:
+        if got is not None and all(_stamp(h) == stamp for h, stamp in got.included):
             return got
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return None
-    src = scan(text, path)
+    src = scan(text, path, depth)
     if len(_CACHE) > 64:
         _CACHE.clear()
     _CACHE[key] = src
@@ -429,16 +492,55 @@ def read_source(path: str) -> CudaSource | None:
 
 
 _CACHE: dict[tuple, CudaSource] = {}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+_MAX_INCLUDE_DEPTH = 4
 
 
-def scan(text: str, path: str) -> CudaSource:
+def scan(text: str, path: str, depth: int = 0) -> CudaSource:
+    """``text`` (the file at ``path``) read: its tokens, kernels, functions
+    and launches, and the ``#define`` and ``constexpr`` constants of the
+    headers it includes with quotes (``#include "mergeSort_common.h"``,
+    found beside it), which its launches' blocks are often written with.
+    Only the headers' constants are taken: their functions and launches are
+    not read."""
     tokens, comments, defines = lex(text)
     by_name: dict[str, list] = {}
+    globals_: dict[str, list[tuple[int, list[Token]]]] = {}
+    included: list[tuple[str, tuple[int, int]]] = []
+    for header in _headers(text, path) if depth < _MAX_INCLUDE_DEPTH else []:
+        got = read_source(header, depth + 1)
+        if got is None:
+            continue
+        included += [(header, _stamp(header))] + got.included
+        for name, toks in got.defines.items():
+            by_name.setdefault(name, []).extend(toks)
+        for name, decls in got.globals_.items():  # before every token of this file
+            globals_.setdefault(name, []).extend((-1, init) for _j, init in decls)
     for d in defines:
         by_name.setdefault(d.name, []).append(d.tokens)
-    src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name)
+    src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name,
+                     globals_=globals_, included=included)  # fmt: skip
     _structure(src)
     return src
+
+
+def _headers(text: str, path: str) -> list[str]:
+    """The files ``#include "..."`` names, found beside ``path``."""
+    here = os.path.dirname(os.path.abspath(path))
+    out = []
+    for m in _INCLUDE.finditer(text):
+        p = os.path.normpath(os.path.join(here, m.group(1)))
+        if p != os.path.abspath(path) and os.path.isfile(p) and p not in out:
+            out.append(p)
+    return out
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _structure(src: CudaSource) -> None:
@@ -569,12 +671,13 @@ def _launches(src: CudaSource) -> None:
             named = _launched_name(toks, i)
             if named is None or len(args) < 2:
                 continue
-            parts, targs = named
             first = _statement_start(toks, i, -1)
             text = _text(toks[first : close + 1], src.text)
             call = split_args(toks[close + 2 : matching(toks, close + 1)]) if close + 1 < len(toks) and \
                 toks[close + 1].text == "(" else None  # fmt: skip
-            src.launches.append(Launch(parts, targs, args[1], i, t.line, func_at(i), text, call))
+            func = func_at(i)
+            for parts, targs in _pointer_targets(src, func, named) or [named]:
+                src.launches.append(Launch(parts, targs, args[1], i, t.line, func, text, call, args[0]))
         elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
             close = matching(toks, i + 1)
             args = split_args(toks[i + 2 : close])
@@ -584,7 +687,42 @@ def _launches(src: CudaSource) -> None:
             if named is None:
                 continue
             parts, targs = named
-            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text)))
+            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text),
+                                       grid=args[1]))  # fmt: skip
+
+
+def _pointer_targets(src: CudaSource, func: Function | None,
+                     named: tuple[tuple[str, ...], list[list[Token]] | None]) -> list:  # fmt: skip
+    """The kernels a launch through a function pointer may launch: NVIDIA's
+    transpose sample sets ``void (*kernel)(float *, float *, int, int)`` to
+    one kernel after another (``kernel = &transposeNaive;``) and launches
+    ``kernel<<<grid, threads>>>``. Every kernel the launching function
+    assigns to the variable (or initialises it with) is taken as launched
+    there; none: the name is not such a variable (an empty list)."""
+    parts, targs = named
+    if func is None or len(parts) != 1 or targs:
+        return []
+    kernels = {kd.name for kd in src.kernels}
+    if parts[0] in kernels:
+        return []
+    toks = src.tokens
+    out = []
+    for j in range(func.start + 1, func.end):
+        if toks[j].text != parts[0] or toks[j].kind != "name":
+            continue
+        k = j + 1
+        if toks[j - 1].text == "*" and toks[k].text == ")" and k + 1 < func.end and toks[k + 1].text == "(":
+            k = matching(toks, k + 1) + 1  # `void (*kernel)(float *, int) = &k;`: past the parameter types
+        if k >= func.end or toks[k].text != "=":
+            continue
+        end = statement_end(toks, k)
+        value = toks[k + 1 : end]
+        while value and value[0].text in ("&", "("):
+            value = value[1:] if value[0].text == "&" or matching(value, 0) != len(value) - 1 else value[1:-1]
+        target = _launched_name(value + [Token("op", "<<<", toks[j].line)], len(value)) if value else None
+        if target is not None and target[0][-1] in kernels and target not in out:
+            out.append(target)
+    return out
 
 
 def _innermost(functions: list[Function], i: int) -> Function | None:

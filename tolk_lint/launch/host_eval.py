@@ -296,6 +296,16 @@ def parse_expression(toks: list[Token]) -> tuple:
     return e
 
 
+def parse_statements(toks: list[Token]) -> tuple:
+    """``toks`` as a run of whole statements (a block); `Unknown` when they
+    are not statements this module runs, or not whole (a brace left open)."""
+    p = _Parser(toks)
+    body = []
+    while p.i < len(toks):
+        body.append(p.statement())
+    return ("block", body)
+
+
 # -- values: C's integers ---------------------------------------------------------------------------------------
 
 INT = IntType(True, 32)
@@ -453,6 +463,31 @@ class Machine:
         self.steps = 0
         try:
             return _truth(self.value(expr, None))
+        finally:
+            self.total += self.steps
+
+    def run_after(self, prelude: tuple, expr: tuple, names: set[str]) -> bool:
+        """Whether ``expr`` holds once the launching function's statements
+        ``prelude`` have run (``unsigned r = len; while ((r & 1) == 0) r >>=
+        1;`` before ``assert(r == 1)``): in a frame of their own, where each
+        of ``names`` that ``outer`` knows starts as it gives it. Leaving the
+        run (``return``, ``break``) is unknown."""
+        self.steps = 0
+        try:
+            frame: dict[str, Cell] = {}
+            for n in names:
+                try:
+                    got = self.outer(n)
+                except Unknown:
+                    continue  # read, it is unknown: `_constant` finds no such constant
+                if isinstance(got, Cell):
+                    frame[n] = got
+                elif got is not None:
+                    frame[n] = Cell(_int(got), _int(got).t)
+            self._exec(prelude, frame)
+            return _truth(self.value(expr, frame))
+        except (_Return, _Break, _Continue):
+            raise Unknown from None
         finally:
             self.total += self.steps
 

@@ -38,7 +38,7 @@ from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
 from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
 from tolk_lint.launch.arguments import ArgFact, hull
 from tolk_lint.launch.c_types import INT64
-from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, LaunchShape, valid_block
+from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 _MAX_DEPTH = 8  # names followed through other names' assignments
 _MAX_VALUES = 8  # shapes one block expression may stand for (a loop over sizes)
@@ -50,19 +50,21 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
     d = Discovery(finder._by_node, finder._class_scopes)
     nodes = list(_nodes_with_scopes(tree, finder))
     stores = _stores(nodes)
-    calls = {id(n.func): n for n, _s in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)}
-    found: dict[FuncInfo, list[tuple]] = {}  # fi -> (block or Contract, line, what[, argument facts])
+    calls = {id(n.func): n for n, _s in nodes if isinstance(n, ast.Call) and isinstance(n.func, (ast.Subscript, ast.Name))}
+    helpers = _Helpers(d, finder._by_node, nodes, calls, stores)
+    found: dict[FuncInfo, list[tuple]] = {}  # fi -> (block or Contract, line, what, argument facts, grid)
     for node, scope in nodes:
         if isinstance(node, ast.Subscript):
-            kernels = _kernels(d, node.value, scope, node.lineno, stores)
+            kernels = _kernels(d, node.value, scope, node.lineno, stores) or helpers.kernels(node.value, scope)
             if not kernels:
                 continue
             blocks = _blocks_of_config(node.slice, scope, node.lineno)
+            grid = _grid_of_config(node.slice, scope, node.lineno)
             call = calls.get(id(node))
             for block in blocks or [None]:  # None: a site whose block is not a constant
                 for fi in kernels:
                     facts = _argument_facts(fi, call, scope) if call is not None else {}
-                    found.setdefault(fi, []).append((block, node.lineno, "call site", facts))
+                    found.setdefault(fi, []).append((block, node.lineno, "call site", facts, grid))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forall":
             kernels = _kernels(d, node.func.value, scope, node.lineno, stores)
             if not kernels:
@@ -75,19 +77,22 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
                 if not launches and _is_zero(tpb, scope, node.lineno):
                     launches = [Contract((MAX_THREADS, 1, 1), MAX_THREADS, "flat")]
             for launch in launches or [None]:
-                for fi in kernels:
-                    found.setdefault(fi, []).append((launch, node.lineno, "forall"))
+                for fi in kernels:  # the grid: Numba's, from n and the block
+                    found.setdefault(fi, []).append((launch, node.lineno, "forall", {}, None))
     return {fi: _shapes(sites, path) for fi, sites in found.items()}
 
 
 def _shapes(sites: list[tuple], path: str) -> list[LaunchShape]:
     """One shape per distinct launch, its source naming every site, with
-    what every site's arguments fix (`arguments.hull`)."""
+    what every site's arguments fix (`arguments.hull`) and the grids they
+    launch (`shapes.grid_hull`)."""
     by_launch: dict[Any, list[tuple[int, str]]] = {}
     facts: dict[Any, list[dict]] = {}
-    for launch, line, what, *rest in sites:
+    grids: dict[Any, list] = {}
+    for launch, line, what, fixed, grid in sites:
         by_launch.setdefault(launch, []).append((line, what))
-        facts.setdefault(launch, []).append(rest[0] if rest else {})
+        facts.setdefault(launch, []).append(fixed)
+        grids.setdefault(launch, []).append(grid)
     out = []
     for launch, where in by_launch.items():
         fixed = hull(facts[launch])
@@ -103,7 +108,8 @@ def _shapes(sites: list[tuple], path: str) -> list[LaunchShape]:
         elif isinstance(launch, Contract):
             out.append(LaunchShape(None, src, "call site", contract=launch, path=path, line=lines[0]))
         else:
-            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0], arguments=fixed))
+            out.append(LaunchShape(launch, src, "call site", path=path, line=lines[0], arguments=fixed,
+                                   grid=grid_hull(grids[launch])))  # fmt: skip
     return out
 
 
@@ -181,6 +187,61 @@ def _kernels(d: Discovery, node: ast.expr, scope: Scope, line: int, stores=None)
     return out
 
 
+class _Helpers:
+    """Kernels passed to a helper that launches its parameter: numba-cuda's
+    tests write ``def _run_single_thread(func, arr): func[1, 1, 0, n](arr)``
+    and call it ``_run_single_thread(slice_write, arr)``. The parameter
+    stands for the kernels every call of the helper in the module passes
+    (through helpers of helpers, up to `_MAX_HELPERS`); none when a call
+    passes something else or leaves it out, the helper is used other than
+    by calls, or the parameter is assigned in its body."""
+
+    def __init__(self, d: Discovery, by_node: dict, nodes: list, calls: dict, stores: dict):
+        self.d, self.by_node, self.nodes, self.calls, self.stores = d, by_node, nodes, calls, stores
+
+    def kernels(self, node: ast.expr, scope: Scope, depth: int = 0) -> list[FuncInfo]:
+        fdef = scope.node
+        if depth >= _MAX_HELPERS or not isinstance(node, ast.Name) or scope.kind != "function" or \
+                not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):  # fmt: skip
+            return []
+        helper = self.by_node.get(fdef)
+        a = fdef.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        if helper is None or helper.kind != "plain" or len(scope.bindings.get(node.id, ())) != 1 or \
+                node.id not in positional + [p.arg for p in a.kwonlyargs]:  # fmt: skip
+            return []
+        out: list[FuncInfo] = []
+        for use, s in self.nodes:
+            if not isinstance(use, ast.Name) or use.id != fdef.name:
+                continue
+            b, _ = s.lookup(use.id, use.lineno)
+            if b is None or b.kind != "func" or b.value is not helper or isinstance(use.ctx, ast.Store):
+                continue
+            call = self.calls.get(id(use))
+            arg = _argument(call, node.id, positional) if call is not None else None
+            if arg is None:
+                return []  # the helper passed on as a value, or the parameter left to its default
+            got = _kernels(self.d, arg, s, use.lineno, self.stores) or self.kernels(arg, s, depth + 1)
+            if not got:
+                return []
+            out += got
+        return list(dict.fromkeys(out))
+
+
+_MAX_HELPERS = 3
+
+
+def _argument(call: ast.Call, name: str, positional: list[str]) -> ast.expr | None:
+    """The expression ``call`` passes for the parameter ``name``."""
+    kw = [k.value for k in call.keywords if k.arg == name]
+    if kw:
+        return kw[0]
+    i = positional.index(name) if name in positional else len(call.args)
+    if i < len(call.args) and not any(isinstance(x, ast.Starred) for x in call.args[: i + 1]):
+        return call.args[i]
+    return None
+
+
 def _values_kernels(d: Discovery, node: ast.expr, scope: Scope, line: int) -> list[FuncInfo]:
     try:
         values = d.eval(node, Ctx(scope, line, {}))
@@ -206,6 +267,17 @@ def _blocks_of_config(sl: ast.expr, scope: Scope, line: int) -> list[tuple[int, 
             if b is not None:
                 out.append(b)
     return out
+
+
+def _grid_of_config(sl: ast.expr, scope: Scope, line: int) -> GridRange | None:
+    """The grid of a launch configuration ``[grid, block, ...]``: the
+    smallest ranges holding each value it may have (a loop over sizes);
+    None when one is not a constant grid."""
+    if isinstance(sl, ast.Tuple) and len(sl.elts) >= 2:
+        values = _values(sl.elts[0], scope, line, 0)
+    else:  # `k[config]` with `config = (grid, block)`
+        values = [v[0] for v in _values(sl, scope, line, 0) if isinstance(v, tuple) and len(v) >= 2]
+    return grid_hull([as_grid(v) for v in values])
 
 
 def _block_values(node: ast.expr, scope: Scope, line: int) -> list[tuple[int, int, int]]:

@@ -16,6 +16,44 @@ def block_text(block: tuple[int, int, int]) -> str:
     return "({},{},{})".format(*block)
 
 
+MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dimension
+
+
+# A grid as each dimension's range of block counts, ((lo, hi), (lo, hi), (lo, hi)):
+# one launch gives lo == hi; several launches of one block, the smallest ranges holding each.
+GridRange = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
+
+
+def as_grid(v: object) -> GridRange | None:
+    """A launch's grid (an int, or a tuple of one to three ints) as a
+    `GridRange`; None: not a grid a launch can have (a dimension below 1 or
+    over its maximum)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = (v,)
+    if not isinstance(v, tuple) or not 1 <= len(v) <= 3:
+        return None
+    dims = tuple(v) + (1,) * (3 - len(v))
+    if any(not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= m for n, m in zip(dims, MAX_GRID)):
+        return None
+    return ((dims[0], dims[0]), (dims[1], dims[1]), (dims[2], dims[2]))
+
+
+def grid_hull(grids: list[GridRange | None]) -> GridRange | None:
+    """The smallest ranges holding every launch's grid; None (nothing known
+    of the grid) when a launch's grid is not known, or there is none."""
+    if not grids or any(g is None for g in grids):
+        return None
+    known = [g for g in grids if g is not None]
+    lo = [min(g[d][0] for g in known) for d in range(3)]
+    hi = [max(g[d][1] for g in known) for d in range(3)]
+    return ((lo[0], hi[0]), (lo[1], hi[1]), (lo[2], hi[2]))
+
+
+def grid_text(grid: GridRange) -> str:
+    """``(255,1,1)``, or ``(1..4,1,1)`` for a range."""
+    return "({})".format(",".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in grid))
+
+
 def valid_block(block: tuple[int, ...]) -> bool:
     """A block a launch can have: 1 to 1024 threads, each dimension within its maximum."""
     if len(block) != 3 or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in block):
@@ -119,11 +157,14 @@ class LaunchShape:
     path: str | None = None
     line: int | None = None
     arguments: tuple = ()  # what the launches' arguments fix (`arguments.ArgFact`)
+    grid: GridRange | None = None  # the launches' grids, when each is a constant
 
     def what(self) -> str:
-        """The shape alone: ``block=(16,16,1)``, or the contract's words."""
+        """The shape alone: ``block=(16,16,1)`` (``grid=(255,1,1), block=(256,1,1)``
+        when the grid is known), or the contract's words."""
         if self.block is not None:
-            return f"block={block_text(self.block)}"
+            grid = f"grid={grid_text(self.grid)}, " if self.grid is not None else ""
+            return f"{grid}block={block_text(self.block)}"
         return self.contract.describe() if self.contract is not None else "any block"
 
     def words(self) -> str:
@@ -135,12 +176,18 @@ class LaunchShape:
         return out
 
     def same_launch(self, other: LaunchShape) -> bool:
-        return self.block == other.block and self.contract == other.contract and self.arguments == other.arguments
+        return (self.block == other.block and self.contract == other.contract and self.arguments == other.arguments
+                and self.grid == other.grid)  # fmt: skip
 
     def to_json(self) -> dict:
         out: dict = {"block": list(self.block) if self.block else None, "source": self.source, "kind": self.kind}
         if self.contract is not None:
             out["contract"] = self.contract.to_json()
+        if self.grid is not None:  # [x, y, z], or each dimension's range when launches differ
+            exact = all(lo == hi for lo, hi in self.grid)
+            out["grid"] = [lo for lo, _hi in self.grid] if exact else None
+            if not exact:
+                out["grid_range"] = {"min": [lo for lo, _ in self.grid], "max": [hi for _, hi in self.grid]}
         if self.arguments:
             out["arguments"] = [f.to_json() for f in self.arguments]
         if self.line is not None:

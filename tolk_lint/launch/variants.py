@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from tolk_lint.diagnostics import Diagnostic
 from tolk_lint.ir.nodes import Kernel, Module
+from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.launch.choose import SHAPE_FREE, forget, use
 from tolk_lint.launch.shapes import MAX_THREADS, LaunchShape
 
@@ -72,13 +73,25 @@ def merge(k: Kernel, runs: list[tuple[LaunchShape | None, list[Diagnostic]]]) ->
         shapes = [s for s, _ in under]
         message = d.message
         exact = [s for s in shapes if s is not None and s.block is not None]
-        fixed = any(s.arguments for s in exact)  # the finding may hang on what the arguments fix
+        if not reads_grid(k):  # the grid changes nothing for it: not named
+            exact = [dataclasses.replace(s, grid=None) for s in exact]
+        fixed = any(s.arguments or s.grid for s in exact)  # the finding may hang on what the arguments or grid fix
         if d.code != "TL205" and exact and (d.code in SHAPE_CODES or len(under) < every or fixed):
             message += f" (under {_launches_text(exact)})"
         data = dict(d.data)
         data["launch"] = [launch_json(k, s) for s in shapes]  # the launches it was found under
         out.append(dataclasses.replace(d, message=message, data=data))
     return out
+
+
+def reads_grid(k: Kernel) -> bool:
+    """Whether the launch's grid can matter to ``k``: it reads ``blockIdx``
+    or ``gridDim`` (``ctaid``, ``nctaid``), or calls a function that may."""
+    def reads(k: Kernel) -> bool:
+        return any((i.op is Opcode.SPECIAL and i.attrs.get("name", "").startswith(("ctaid.", "nctaid.")))
+                   or i.op is Opcode.CALL for i in k.instrs())  # fmt: skip
+
+    return k.cached("reads_grid", reads)
 
 
 def _launches_text(shapes: list[LaunchShape]) -> str:

@@ -120,9 +120,13 @@ class Encoder:
             for d in range(3):
                 self.per_thread_symbols.add(f"tid.{'xyz'[d]}@t{t}")
         c = self.constraints
+        grid = k.launch.grid  # what the launch says of the grid: each dimension's (lo, hi)
         for d in range(3):
             c.append(z3.UGE(self.nctaid[d], 1))
             c.append(z3.ULT(self.ctaid[d], self.nctaid[d]))
+            if grid is not None:
+                c.append(z3.UGE(self.nctaid[d], grid[d][0]))
+                c.append(z3.ULE(self.nctaid[d], grid[d][1]))
             for t in (0, 1):
                 if block is not None and block[d] == 1:
                     c.append(self.tid[t][d] == 0)

@@ -1,0 +1,110 @@
+"""The grid a launch gives (`LaunchShape.grid`): read from CUDA host
+launches and Numba call sites when it is a constant, joined over the
+launches of one block as ranges, dropped when any launch's is not known, and
+taken by the solver as bounds on ``nctaid``."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tolk_lint.config import DEFAULT_SETTINGS
+from tolk_lint.engine import lint_text, parse, prepare
+from tolk_lint.ir.printer import dump_kernel
+from tolk_lint.launch.cuda_source import scan
+from tolk_lint.launch.mangled import read_entry
+from tolk_lint.launch.shapes import LaunchShape, as_grid, grid_hull, grid_text
+
+HOST = """
+__global__ void k(float *x, int n) { }
+void fixed(float *x) {
+    const int n = 65536;
+    int block = 256;
+    int grid = n / block;
+    k<<<grid - 1, block>>>(x, n);
+    k<<<dim3(4, 2), block>>>(x, n);
+}
+void other_block(float *x, int rows) {
+    k<<<rows, 128>>>(x, 1);
+}
+void changed(float *x) {
+    int g = 8;
+    for (int r = 0; r < 3; r++) {
+        k<<<g, 64>>>(x, r);
+        g *= 2;
+    }
+    dim3 grid(16);
+    grid.x += 1;
+    k<<<grid, 32>>>(x, 0);
+}
+"""
+
+
+def _by_block(text: str) -> dict:
+    src = scan(text, "/src/h.cu")
+    return {s.block: s for s in src.shapes_for(read_entry("_Z1kPfi"), 2) if s.block is not None}
+
+
+def test_constant_grids_join_as_ranges_and_unknown_grids_give_none():
+    got = _by_block(HOST)
+    assert got[(256, 1, 1)].grid == ((4, 255), (1, 2), (1, 1))  # 255 blocks, and dim3(4, 2)
+    assert got[(128, 1, 1)].grid is None  # `rows`: a parameter
+    assert got[(64, 1, 1)].grid is None  # `g *= 2` in the loop: not the declaration's 8
+    assert got[(32, 1, 1)].grid is None  # `grid.x += 1`
+
+
+def test_one_launch_of_unknown_grid_drops_the_others():
+    text = HOST.replace("k<<<rows, 128>>>(x, 1);", "k<<<rows, 256>>>(x, 1);")
+    assert _by_block(text)[(256, 1, 1)].grid is None
+
+
+def test_grid_values_and_words():
+    assert as_grid(255) == ((255, 255), (1, 1), (1, 1))
+    assert as_grid((2, 3)) == ((2, 2), (3, 3), (1, 1))
+    assert as_grid(0) is None and as_grid((1, 70000)) is None and as_grid(True) is None
+    assert grid_hull([as_grid(2), as_grid(5)]) == ((2, 5), (1, 1), (1, 1))
+    assert grid_hull([as_grid(2), None]) is None and grid_hull([]) is None
+    assert grid_text(((2, 5), (1, 1), (1, 1))) == "(2..5,1,1)"
+    shape = LaunchShape((256, 1, 1), "the call site at line 9", "call site", grid=((2, 5), (1, 1), (1, 1)))
+    assert shape.words() == "grid=(2..5,1,1), block=(256,1,1) from the call site at line 9"
+    data = shape.to_json()
+    assert data["grid"] is None and data["grid_range"] == {"min": [2, 1, 1], "max": [5, 1, 1]}
+    assert LaunchShape((256, 1, 1), "x", "host launch", grid=as_grid(3)).to_json()["grid"] == [3, 1, 1]
+
+
+NUMBA = '''
+from numba import cuda, float32
+
+@cuda.jit
+def k(out, x):
+    sm = cuda.shared.array(64, float32)
+    i = cuda.grid(1)
+    sm[cuda.threadIdx.x] = x[i]
+    cuda.syncthreads()
+    out[i] = sm[i]
+
+def run(out, x, blocks):
+    k[GRID, 64](out, x)
+'''
+
+
+def _numba(grid_expr: str, extra: str = "") -> list:
+    text = textwrap.dedent(NUMBA).replace("GRID", grid_expr) + extra
+    return [d.code for d in lint_text(text, "k.py", DEFAULT_SETTINGS).diagnostics]
+
+
+def test_a_numba_grid_bounds_the_block_index():
+    assert _numba("1") == []  # one block: cuda.grid(1) < 64
+    assert _numba("(1, 1)") == []
+    assert _numba("2") == ["TL202"]
+    assert _numba("blocks") == ["TL202"]  # not a constant: any grid
+    # two sites, grids 1 and 2: the range 1..2, and block 1 leaves `sm`
+    assert _numba("1", "    k[2, 64](out, x)\n") == ["TL202"]
+
+
+def test_the_grid_reaches_the_kernel_and_the_ir_dump():
+    text = textwrap.dedent(NUMBA).replace("GRID", "1")
+    module = parse(text, "k.py")
+    prepare(module, DEFAULT_SETTINGS)
+    (k,) = [k for k in module.kernels if k.name == "k"]
+    assert k.launch.grid == ((1, 1), (1, 1), (1, 1))
+    assert "launch grid=(1,1,1) block=(64,1,1)" in dump_kernel(k)
