@@ -26,7 +26,9 @@ is a race that needs a loop bounded by a count read from shared memory to
 run more trips than a count of the block's threads or of a shared array's
 elements allows, and one in a kernel made by a factory (a Numba kernel
 nested in a function) that holds only for some values of the factory's
-argument, when no call in the file gives that argument.
+argument, when no call in the file gives that argument. A pair the solver
+gave up on (its resource limit) is reported as a warning that says so: the
+kernel is not known to be race-free, and no two threads were found either.
 
 ## Why is this bad?
 Threads of a block run in no guaranteed order. A thread that reads a word
@@ -200,21 +202,24 @@ class SharedRace(Rule):
         facts = ctx.memory()
         for _where, group in races_by_line(facts.races(), self.code).items():
             r = next((g for g in group if g.solver == "sat"), group[0])
+            # a pair no solver answer showed to collide: not known race-free, not a race found
+            unproved = all(g.solver != "sat" for g in group)
+            race = "possible shared-memory race" if unproved else "shared-memory race"
             later, other = r.later, r.other
             buf = f"`{pretty_buffer(later.root or other.root)}`"
             if later.instr is other.instr:
                 what = f"{access_text(later)} {verb(later)} {buf}"
                 if r.kind == "write-write":
-                    msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: two threads store to the same word of "
+                    msg = (f"{race} in kernel `{ctx.kernel.name}`: two threads store to the same word of "
                            f"{buf} here with no barrier between them ({what})")  # fmt: skip
                 else:
-                    msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: one thread reads a word of {buf} "
+                    msg = (f"{race} in kernel `{ctx.kernel.name}`: one thread reads a word of {buf} "
                            f"that another thread writes here, with no barrier between them ({what})")  # fmt: skip
             else:
                 verb_later = "reads" if not later.writes else ("writes" if later.kind == "write" else "updates")
                 verb_other = "writes" if other.writes and other.kind == "write" else (
                     "atomically updates" if other.kind == "atomic" else "reads")  # fmt: skip
-                msg = (f"shared-memory race in kernel `{ctx.kernel.name}`: {access_text(later)} {verb_later} a word "
+                msg = (f"{race} in kernel `{ctx.kernel.name}`: {access_text(later)} {verb_later} a word "
                        f"of {buf} that another thread {verb_other} with {access_at(other)}, with no barrier between "
                        "them")  # fmt: skip
             # every pair of the line stores one value into the word: whichever store lands
@@ -258,5 +263,5 @@ class SharedRace(Rule):
                     msg += factory_value_note(needs)
                     data["factory_value"] = True
             d = self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
-            warning = data.get("shared_data") or data.get("factory_value") or same_value
+            warning = data.get("shared_data") or data.get("factory_value") or same_value or unproved
             yield dataclasses.replace(d, severity=Severity.WARNING) if warning else d

@@ -28,7 +28,8 @@ a kernel made by a factory (a Numba kernel nested in a function) that holds
 only for some values of the factory's argument, when no call in the file
 gives that argument. A PTX access
 whose scaled index (`x << 2`, `x * 4`) overflows its 32-bit register is out
-of bounds, though the wrapped offset may look small.
+of bounds, though the wrapped offset may look small. An index the solver
+gave up on (its resource limit) is reported as a warning that says so.
 
 ## Why is this bad?
 Shared memory is not bounds-checked: a store past the end of one array
@@ -184,7 +185,8 @@ class SharedOutOfBounds(Rule):
             verb = "writes" if acc.writes and not acc.reads else "reads" if not acc.writes else "updates"
             if f.solver == "unknown":
                 msg = (f"{access_text(acc)} {verb} the {where} array `{name}` ({size}) at an index the solver could "
-                       "not prove in bounds (it gave up), so it is reported")  # fmt: skip
+                       "neither prove in bounds nor show out of bounds (it gave up), so it is reported as a "
+                       "warning: the access is not known to stay in bounds")  # fmt: skip
             else:
                 msg = (f"{access_text(acc)} {verb} the {where} array `{name}` ({size}) out of bounds: "
                        f"{f.detail}")  # fmt: skip
@@ -213,5 +215,5 @@ class SharedOutOfBounds(Rule):
                     msg += factory_value_note(needs)
                     data["factory_value"] = True
             d = self.diagnostic(ins, msg, kernel=ctx.kernel, related=related, witness=f.witness, data=data)
-            warning = data.get("shared_data") or data.get("factory_value")
+            warning = data.get("shared_data") or data.get("factory_value") or f.solver == "unknown"
             yield dataclasses.replace(d, severity=Severity.WARNING) if warning else d

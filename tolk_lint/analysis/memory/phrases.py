@@ -55,8 +55,9 @@ def verb(a: Access) -> str:
 def solver_note(r: Race) -> str:
     """The end of a race's message: its witness, or that the solver gave up."""
     if r.solver == "unknown":
-        return (f"; the solver gave up ({r.reason or 'resource limit'}) before proving the two accesses apart, "
-                "so the pair is reported")  # fmt: skip
+        return (f"; the solver gave up ({r.reason or 'resource limit'}) before proving the two accesses apart "
+                "or finding two threads that meet, so the pair is reported as a warning: the kernel is not "
+                "known to be free of this race")  # fmt: skip
     if r.witness and r.witness.get("description"):
         return f"; for example {r.witness['description']}"
     return ""
