@@ -13,6 +13,7 @@ Imports only the IR (and `mbarriers`, which does too).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 
 from tolk_lint.analysis.mbarriers import acts_as_barrier
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
@@ -117,7 +118,9 @@ class MemoryOrder:
     that for every write at once; positions and each block's barrier
     indices are computed once."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, barrier: Callable[[Instr], bool] = is_barrier):
+        """``barrier``: which instructions order (the workgroup's barriers;
+        `grid_barriers` for global memory across blocks)."""
         self.kernel = kernel
         self._flows: dict[int, tuple] = {}
         self.pos: dict[Instr, int] = {}
@@ -126,7 +129,7 @@ class MemoryOrder:
             idx = []
             for i, ins in enumerate(b.instrs):
                 self.pos[ins] = i
-                if is_barrier(ins):
+                if barrier(ins):
                     idx.append(i)
             self.barriers[b] = idx
 

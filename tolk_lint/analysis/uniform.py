@@ -419,6 +419,7 @@ class _KernelFacts:
         self._seeds: dict[Instr, str | None] = {}
         self._alias_masks: dict[tuple[str, str] | None, int] = {}
         self._global_roots = {self.root(w) for w in self.global_writes}
+        self._grid_order: MemoryOrder | bool | None = None  # `_grid_ordered`, built on first use
 
     @functools.cached_property
     def _shared_writers(self) -> list[Instr]:
@@ -474,6 +475,28 @@ class _KernelFacts:
                 out &= ~(1 << i)
         return out
 
+    def _on_grid_counter(self, w: Instr) -> bool:
+        """A cooperative launch's grid-barrier arrival: not a kernel buffer (`grid_barriers`)."""
+        if self.k.language != "ptx" or w.op is not O.ATOMIC:
+            return False
+        from tolk_lint.analysis.grid_barriers import on_grid_counter
+
+        return on_grid_counter(w)
+
+    def _grid_ordered(self, ld: Instr, hits: list[int]) -> bool:
+        """Every write of ``global_writes`` numbered in ``hits`` is ordered
+        with the load by a grid-wide barrier on every path, both ways
+        (`grid_barriers`): every thread of the launch reads one value."""
+        if self._grid_order is None:
+            from tolk_lint.analysis.grid_barriers import grid_barriers
+
+            gb = grid_barriers(self.k)
+            self._grid_order = MemoryOrder(self.k, barrier=gb.__contains__) if gb else False
+        if self._grid_order is False:
+            return False
+        before, after = self._grid_order.unordered_sets(ld, self.global_writes)
+        return not any((before | after) >> i & 1 for i in hits)
+
     def load_seed(self, ld: Instr) -> str | None:
         """Why a load varies whatever its address, or None (cached)."""
         if ld not in self._seeds:
@@ -497,9 +520,14 @@ class _KernelFacts:
             if ld.attrs.get("nc") or ld.attrs.get("cache") == "nc":
                 return None
             if self.unknown_writers or root is None or None in self._global_roots or root in self._global_roots:
-                for w in self.global_writes + self.unknown_writers:
-                    if w.op in (O.OPAQUE, O.CALL) or _roots_may_alias(self.root(w), root):
-                        return f"read from global memory the kernel writes (line {_line(w)})"
+                for w in self.unknown_writers:
+                    return f"read from global memory the kernel writes (line {_line(w)})"
+                hits = [i for i, w in enumerate(self.global_writes)
+                        if _roots_may_alias(self.root(w), root) and not self._on_grid_counter(w)]
+                if hits:
+                    ordered = self._grid_ordered(ld, hits)
+                    if not ordered:
+                        return f"read from global memory the kernel writes (line {_line(self.global_writes[hits[0]])})"
             if sp == "generic":
                 before, _after = self.memory.unordered_sets(ld, self.shared_writes)
                 if before:
