@@ -79,3 +79,12 @@ def test_one_blocks_barriers_order_global_memory(tmp_path, blocks, codes):
     ptx = _ptx(tmp_path, f"one_block_{blocks}", ONE_BLOCK.replace("BLOCKS", str(blocks)))
     found = sorted(d.code for d in lint_file(str(ptx)).diagnostics if d.code.startswith("TL1"))
     assert found == codes
+
+
+def test_one_grid_sync_is_one_finding_with_its_other_barrier(tmp_path):
+    # both barriers of a divergent grid.sync() come from one line of the
+    # user's code (and two of the toolkit's header): one finding, also_at
+    src = COOPERATIVE.replace("    grid.sync();\n    atomicAdd", "    if (*sum > 0.0) grid.sync();\n    atomicAdd")
+    ptx = _ptx(tmp_path, "divergent_sync", src)
+    found = [d for d in lint_file(str(ptx)).diagnostics if d.code == "TL101"]
+    assert len(found) == 1 and len(found[0].data["also_at"]) == 1

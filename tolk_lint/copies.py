@@ -6,7 +6,8 @@ function called in a loop, a template instantiated twice in one kernel): one
 ``bar.sync`` lines of PTX, and each would be its own TL101 with its own
 witness. `merge_copies` keeps the first (the lowest PTX line) of the
 findings of one code in one kernel whose ``.loc`` origins are the same
-source line (with the same chain of inlined calls) and that name the same
+source line (with the same chain of inlined calls, the toolkit's headers
+left out: one ``grid.sync()`` is several barriers) and that name the same
 shared array (``data["buffer"]``, when they name one), and lists the PTX lines
 of the others in its ``data["also_at"]``; the text, GitHub and SARIF outputs
 show them as "also at PTX lines ...".
@@ -21,15 +22,21 @@ from __future__ import annotations
 
 import dataclasses
 
-from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic
+from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, is_toolkit_path
 
 
 def _key(d: Diagnostic) -> tuple | None:
     if d.origin is None or d.code in NOT_ANALYSED:
         return None
-    chain = tuple((o.path, o.line) for o in d.origin.chain())
-    if chain[0][0] == d.span.path:  # the origin is the linted file itself: no copies to speak of
+    frames = d.origin.chain()
+    if frames[0].path == d.span.path:  # the origin is the linted file itself: no copies to speak of
         return None
+    # the user's own frames: the PTX of one `grid.sync()` or `cg::reduce(...)`
+    # holds several barriers or shuffles at different lines of the toolkit's
+    # headers, one finding of the line that called it
+    chain = tuple((o.path, o.line) for o in frames if not is_toolkit_path(o.path)) or tuple(
+        (o.path, o.line) for o in frames
+    )
     buffer = d.data.get("buffer") if d.data else None  # `sA[i] * sB[i]`: two arrays, two findings
     return (d.code, d.kernel, d.span.path, chain, str(buffer))
 
@@ -64,7 +71,7 @@ def merge_copies(diags: list[Diagnostic]) -> list[Diagnostic]:
 
 
 def also_at_text(d: Diagnostic) -> str | None:
-    """``also at PTX lines 55, 68 (copies of line 9 of k.cu)``, or None."""
+    """``also at PTX lines 55, 68 (the same line 9 of k.cu: ...)``, or None."""
     lines = d.data.get("also_at") if d.data else None
     if not lines:
         return None
@@ -74,5 +81,6 @@ def also_at_text(d: Diagnostic) -> str | None:
     text = f"also at {what} {', '.join(str(n) for n in lines)}"
     if d.origin is not None:
         o = d.origin.outermost()
-        text += f" (copies of line {o.line} of {os.path.basename(o.path)}, e.g. an unrolled loop)"
+        text += (f" (the same line {o.line} of {os.path.basename(o.path)}: an unrolled loop, or a call that compiles "
+                 "to several instructions)")
     return text

@@ -171,7 +171,7 @@ def _early_exit(cfg: CFG, branch: Block, target: Block) -> Instr | None:
             continue
         seen.add(x)
         t = x.terminator
-        if t is not None and t.op in (O.RET, O.EXIT) and x not in after:
-            return t
+        if t is not None and t.op in (O.RET, O.EXIT) and x not in after and not t.attrs.get("trap"):
+            return t  # (a `trap` aborts the launch: nobody is left waiting)
         stack.extend(x.succs)
     return None

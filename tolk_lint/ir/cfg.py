@@ -181,12 +181,16 @@ class CFG:
         # reverse CFG: successors become predecessors
         rorder_list = _postorder_from(exit_, preds)[::-1]
         rorder = {b: i for i, b in enumerate(rorder_list)}
+        aborts = _aborting(blocks)
         ipdom: dict[Block, Block] = {exit_: exit_}
         changed = True
         while changed:
             changed = False
             for b in rorder_list[1:]:
-                cands = [s for s in succs[b] if s in ipdom]
+                # a path that ends in `trap` aborts the launch: threads that
+                # take it are not waited for, so it does not keep the other
+                # paths' meeting point from post-dominating the branch
+                cands = [s for s in succs[b] if s in ipdom and (s not in aborts or b in aborts)]
                 if not cands:
                     continue
                 new = cands[0]
@@ -388,6 +392,25 @@ _SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne",
 
 def _swap_cmp(op: str | None) -> str | None:
     return _SWAP.get(op or "", op)
+
+
+def _aborting(blocks: list[Block]) -> set[Block]:
+    """The blocks from which every path ends in a ``trap`` (an EXIT marked
+    ``trap``), which aborts the whole launch."""
+    out: set[Block] = set()
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            if b in out:
+                continue
+            t = b.terminator
+            if (t is not None and t.op is Opcode.EXIT and t.attrs.get("trap")) or (
+                b.succs and all(s in out for s in b.succs)
+            ):
+                out.add(b)
+                changed = True
+    return out
 
 
 def _intersect(dom: dict[Block, Block], order: dict[Block, int], a: Block, b: Block) -> Block:

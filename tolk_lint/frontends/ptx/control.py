@@ -94,7 +94,9 @@ class ControlLowering(OpaqueLowering):
             elif kind == "ret":
                 b.ret(span=self.span, origin=self.origin, text=self.text)
             else:
-                b.exit(span=self.span, origin=self.origin, text=self.text)
+                # `trap` aborts the whole launch: no thread is left to wait (`ir.cfg` leaves it out of post-dominance)
+                b.exit(attrs={"trap": True} if kind == "trap" else None, span=self.span, origin=self.origin,
+                       text=self.text)
         elif kind == "badjump":
             st, origin = t[2], t[3]
             self.set_stmt(st, self.top, origin)
