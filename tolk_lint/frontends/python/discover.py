@@ -350,6 +350,8 @@ class Discovery:
             return self.force(frame[name])
         if b.kind == "alias":
             return [_qual_value(b.value)]
+        if b.kind == "func" and b.value.node not in self.by_node:  # imported from a sibling module
+            return [Compiled(b.value, b.value.kind)] if b.value.kind != "plain" else []
         if b.kind == "func":
             return [Fn(v.fi, ctx.env) if isinstance(v, Fn) else v for v in self.decorated(b.value)]
         if b.kind == "class":

@@ -9,8 +9,10 @@ them (``from numba import cuda as nc`` makes ``nc.jit`` mean
 asked about; a name bound only further down the file takes its last binding
 (the module has run to the end when Numba compiles). ``from numba.cuda
 import *`` binds the names that module exports, below every explicit
-binding. A `FuncInfo` is one ``def`` of the file and what the pre-scan
-learnt about it.
+binding; a star import of a module not known (``from helpers import *``)
+may bring ``numba`` itself, so an otherwise unbound ``numba`` is Numba.
+A `FuncInfo` is one ``def`` of the file and what the pre-scan learnt
+about it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Scope:
         self.node = node
         self.bindings: dict[str, list[Binding]] = {}
         self.star_modules: list[str] = []  # `from numba.cuda import *`, in order
+        self.opaque_star = False  # `from helpers import *` of a module whose names are not known
         self._star_bindings: dict[str, Binding] = {}
 
     def bind(self, name: str, b: Binding) -> None:
@@ -100,6 +103,11 @@ class Scope:
             if name in STAR_EXPORTS[mod]:
                 got = self._star_bindings[name] = Binding(0, "alias", f"{mod}.{name}")
                 return got
+        if self.opaque_star and name == "numba":
+            # the project's `helpers` may `import numba`; bound nowhere else, `numba.cuda.jit`
+            # can only be Numba's (a module's other names stay unknown)
+            got = self._star_bindings[name] = Binding(0, "alias", "numba")
+            return got
         return None
 
     def qual(self, node: ast.AST, line: int) -> str | None:
@@ -150,6 +158,7 @@ class FuncInfo:
     calls: list[tuple[ast.Call, list[tuple[int | str, str]]]] = field(default_factory=list)
     has_varargs: bool = False
     body_scope: Scope | None = None  # names bound inside it (for nested kernels)
+    source: Any = None  # the `finder.Source` of its file (a module it was imported from: `siblings`)
 
     @property
     def line(self) -> int:
