@@ -173,6 +173,41 @@ class ExternInfo:
     line: int
 
 
+_NOT_BOUND = ("staticmethod", "classmethod")
+_MAX_BASES = 8  # classes of the file searched for a method, the class itself and its bases
+
+
+def self_method(scope: Scope, node: ast.expr, line: int) -> FuncInfo | None:
+    """``self.name`` read in a method whose first parameter is ``self``: the
+    method ``name`` of its class (or of a base class of the file), bound to
+    the instance; None for anything else (a ``@staticmethod`` has no
+    ``self``, an attribute the class does not define is not followed)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return None
+    b, s = scope.lookup(node.value.id, line)
+    if b is None or s is None or s.kind != "function" or s.parent is None or s.parent.kind != "class":
+        return None
+    fn = s.node
+    positional = list(fn.args.posonlyargs) + list(fn.args.args)
+    if not positional or positional[0].arg != node.value.id or b.line != fn.lineno:
+        return None
+    if any(isinstance(d, ast.Name) and d.id in _NOT_BOUND for d in fn.decorator_list):
+        return None
+    todo, seen = [s.parent], 0
+    while todo and seen < _MAX_BASES:
+        cls = todo.pop(0)
+        seen += 1
+        m = cls.own(node.attr, 1 << 30)
+        if m is not None:
+            return m.value if m.kind == "func" and isinstance(m.value, FuncInfo) else None
+        for base in getattr(cls.node, "bases", ()):
+            if isinstance(base, ast.Name) and cls.parent is not None:
+                bb, _ = cls.parent.lookup(base.id, cls.node.lineno)
+                if bb is not None and bb.kind == "class":
+                    todo.append(bb.value)
+    return None
+
+
 def walk_body(node: ast.AST) -> tuple[ast.AST, ...]:
     """Every node of a function body, not descending into nested functions,
     classes or lambdas. Walked once per function and kept on its node: the
