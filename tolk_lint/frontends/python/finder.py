@@ -208,6 +208,10 @@ class Finder:
                     lambda n: scope.qual(n, line),
                 )
                 self._bind_value(st.target.id, new, scope, line, conditional)
+        elif isinstance(st, ast.If) and self._static_test(st.test, scope, line) is not None:
+            # `if config.ENABLE_CUDASIM: ... else: ...`, `if N > 8:`: only the arm taken runs
+            taken = self._static_test(st.test, scope, line)
+            self._collect(st.body if taken else st.orelse, scope, conditional)
         elif isinstance(st, (ast.If, ast.While)):
             self._collect(st.body, scope, True)
             self._collect(st.orelse, scope, True)

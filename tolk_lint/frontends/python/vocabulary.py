@@ -39,8 +39,11 @@ CUDA_VALUES = {
     "warpsize": ("const", 32),
 }
 
-# constants of math / numpy
-FLOAT_CONSTANTS = {
+# constants of math / numpy, and Numba's configuration as a kernel compiled for a GPU sees it
+# (`if config.ENABLE_CUDASIM: tpb = 4 else: tpb = 16`: the simulator runs no GPU kernels)
+KNOWN_CONSTANTS = {
+    "numba.config.ENABLE_CUDASIM": False,
+    "numba.core.config.ENABLE_CUDASIM": False,
     "math.pi": 3.141592653589793,
     "math.e": 2.718281828459045,
     "math.tau": 6.283185307179586,
