@@ -67,7 +67,8 @@ DTYPE_NAMES = {
     "int32": "s32", "i4": "s32", "intc": "s32", "int64": "s64", "i8": "s64", "intp": "s64", "int_": "s64",
     "longlong": "s64", "uint8": "u8", "u1": "u8", "ubyte": "u8", "uint16": "u16", "u2": "u16",
     "ushort": "u16", "uint32": "u32", "u4": "u32", "uintc": "u32", "uint64": "u64", "u8": "u64",
-    "uintp": "u64", "ulonglong": "u64", "bool_": "u8", "boolean": "u8", "b1": "u8",
+    "uintp": "u64", "ulonglong": "u64", "size_t": "u64", "ssize_t": "s64", "bool_": "u8", "boolean": "u8",
+    "b1": "u8",
     "complex64": "c64", "c8": "c64", "complex128": "c128", "c16": "c128",
 }  # fmt: skip
 # builtins used as dtypes (np.empty(n, dtype=float))
@@ -195,9 +196,10 @@ NUMPY_ALLOC = frozenset(
 )
 
 # numba.cuda.random's draws: (states, index), a read and a write of states[index]
+# (``xoroshiro128p_next``: the raw 64 bits)
 XOROSHIRO_DRAWS = frozenset(
     {"xoroshiro128p_uniform_float32", "xoroshiro128p_uniform_float64", "xoroshiro128p_normal_float32",
-     "xoroshiro128p_normal_float64"}
+     "xoroshiro128p_normal_float64", "xoroshiro128p_next"}
 )  # fmt: skip
 
 # the iterables a `for` loop is lowered for: ranges (the canonical loop), enumerate and zip
