@@ -391,3 +391,23 @@ def test_a_module_if_on_an_unknown_test_leaves_the_value_unknown() -> None:
     (k,) = mod.kernels
     assert [b.shape for b in k.buffers.values()] == [(None,)]
     assert [d.code for d in mod.diagnostics] == ["TL002"]
+
+
+def test_numba_cudas_own_configuration_is_not_the_simulator() -> None:
+    mod = lower(
+        """
+        from numba import cuda, float32
+        from numba.cuda.core import config
+
+        if config.ENABLE_CUDASIM:
+            tpb = 4
+        else:
+            tpb = 16
+
+        @cuda.jit
+        def k(a):
+            s = cuda.shared.array((tpb, tpb), float32)
+            s[0, 0] = a[0]
+        """
+    )
+    assert [b.shape for b in mod.kernels[0].buffers.values()] == [(16, 16)]

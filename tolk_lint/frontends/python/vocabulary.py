@@ -44,6 +44,7 @@ CUDA_VALUES = {
 KNOWN_CONSTANTS = {
     "numba.config.ENABLE_CUDASIM": False,
     "numba.core.config.ENABLE_CUDASIM": False,
+    "numba.cuda.core.config.ENABLE_CUDASIM": False,  # numba-cuda's own copy of the configuration
     "math.pi": 3.141592653589793,
     "math.e": 2.718281828459045,
     "math.tau": 6.283185307179586,
