@@ -263,3 +263,151 @@ def test_star_import_names_below_explicit_bindings() -> None:
     # the file's own syncthreads shadows numba.cuda's: not a barrier
     assert not [i for i in k.instrs() if i.op is Opcode.BARRIER]
     assert [i.attrs["name"] for i in k.instrs() if i.op is Opcode.SPECIAL] == ["tid.x"]
+
+
+def test_a_method_called_through_self_compiles_what_it_is_handed() -> None:
+    # numba-cuda's math tests: self.wrapper(f) -> self.template(f) -> cuda.jit(sig)(f)
+    mod = lower(
+        """
+        from numba import cuda, float32
+
+        def scaled(a, b):
+            b[cuda.grid(1)] = a[cuda.grid(1)] * 2
+
+        def unused(a, b):
+            b[0] = a[0]
+
+        class Tests:
+            def template(self, func):
+                cuda.jit((float32[::1], float32[::1]))(func)
+
+            def wrapper(self, func):
+                self.template(func)
+
+            @staticmethod
+            def not_a_method(self, func):
+                cuda.jit(func)
+
+            def test_scaled(self):
+                self.wrapper(scaled)
+        """
+    )
+    assert [k.name for k in mod.kernels] == ["scaled"]
+
+
+def test_self_that_is_reassigned_is_not_followed() -> None:
+    mod = lower(
+        """
+        from numba import cuda
+
+        def body(a):
+            a[0] = 1
+
+        class Tests:
+            def template(self, func):
+                cuda.jit(func)
+
+            def test(self):
+                self = object()
+                self.template(body)
+        """
+    )
+    assert mod.kernels == []
+
+
+def test_a_star_import_of_an_unknown_module_may_bring_numba() -> None:
+    mod = lower(
+        """
+        from helpers import *
+
+        @numba.cuda.jit
+        def k(a):
+            a[numba.cuda.threadIdx.x] = 1
+            numba.cuda.syncthreads()
+        """
+    )
+    (k,) = mod.kernels
+    assert [i.op for i in k.instrs() if i.op is Opcode.BARRIER] == [Opcode.BARRIER]
+    assert mod.diagnostics == []
+
+
+def test_numba_bound_by_the_file_beats_a_star_import() -> None:
+    mod = lower(
+        """
+        from helpers import *
+        import fake_numba as numba
+
+        @numba.cuda.jit
+        def k(a):
+            a[0] = 1
+        """
+    )
+    assert mod.kernels == []
+
+
+def test_a_module_if_on_a_constant_binds_only_the_arm_taken() -> None:
+    mod = lower(
+        """
+        from numba import config, cuda, float32
+
+        BIG = False
+        if config.ENABLE_CUDASIM:
+            N = 4
+        else:
+            N = 64
+        if BIG:
+            M = 256
+        else:
+            M = 32
+
+        @cuda.jit
+        def k(a):
+            s = cuda.shared.array((N, M), float32)
+            s[0, 0] = a[0]
+        """
+    )
+    (k,) = mod.kernels
+    assert [b.shape for b in k.buffers.values()] == [(64, 32)]
+    assert mod.diagnostics == []
+
+
+def test_a_module_if_on_an_unknown_test_leaves_the_value_unknown() -> None:
+    mod = lower(
+        """
+        import os
+        from numba import cuda, float32
+
+        if os.environ.get("BIG"):
+            N = 64
+        else:
+            N = 4
+
+        @cuda.jit
+        def k(a):
+            s = cuda.shared.array(N, float32)
+            s[0] = a[0]
+        """
+    )
+    (k,) = mod.kernels
+    assert [b.shape for b in k.buffers.values()] == [(None,)]
+    assert [d.code for d in mod.diagnostics] == ["TL002"]
+
+
+def test_numba_cudas_own_configuration_is_not_the_simulator() -> None:
+    mod = lower(
+        """
+        from numba import cuda, float32
+        from numba.cuda.core import config
+
+        if config.ENABLE_CUDASIM:
+            tpb = 4
+        else:
+            tpb = 16
+
+        @cuda.jit
+        def k(a):
+            s = cuda.shared.array((tpb, tpb), float32)
+            s[0, 0] = a[0]
+        """
+    )
+    assert [b.shape for b in mod.kernels[0].buffers.values()] == [(16, 16)]

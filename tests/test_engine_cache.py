@@ -266,7 +266,7 @@ def test_the_language_server_reuses_unchanged_kernels():
 
 
 def test_a_kernel_naming_another_is_never_reused():
-    """k3 calls k1 (TL002: a kernel called from a kernel): what the front end
+    """k3 calls k1 (inlined, as numba-cuda compiles it there): what the front end
     learns of k1's parameters flows into k3, so k3 is linted every time."""
     calls = NUMBA.replace("    x[t] = 0.0\n", "    x[t] = 0.0\n    k1(x)\n")
     units, _ = kernel_units(parse(calls, "k.py"))

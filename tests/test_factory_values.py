@@ -133,3 +133,39 @@ def test_one_function_given_is_that_function(tmp_path):
     assert _lint(tmp_path, text) == []
     diags = lint_file(str(tmp_path / "kernels.py"), BLOCK).diagnostics
     assert not [d for d in diags if d.code == "TL002"], [d.message for d in diags]
+
+
+
+METHOD_FACTORY = """
+from numba import cuda, float32
+
+TPB = 128
+
+
+class RollingMeans:
+    def make(self, window):
+        halo = window - 1
+
+        @cuda.jit
+        def rolling_mean(values, out):
+            sm = cuda.shared.array(TPB + 64, float32)
+            tid = cuda.threadIdx.x
+            i = cuda.blockIdx.x * TPB + tid
+            n = values.shape[0]
+            sm[tid + halo] = values[i] if i < n else 0.0
+            cuda.syncthreads()
+            if i < n:
+                out[i] = sm[tid]
+
+        return rolling_mean
+
+    def test_week(self):
+        self.make(7)
+"""
+
+
+def test_a_method_template_called_through_self_takes_the_values_its_calls_give(tmp_path):
+    # `self.make(7)`: the window is 7 (halo 6, in bounds); an unknown argument leaves it free
+    assert _lint(tmp_path, METHOD_FACTORY) == []
+    unknown = METHOD_FACTORY.replace("self.make(7)", "self.make(int(input()))")
+    assert any(d.code == "TL202" for d in _lint(tmp_path, unknown))

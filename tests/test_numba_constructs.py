@@ -343,3 +343,79 @@ def test_remaining_tl002_names_the_construct_and_the_assumption(body, construct,
     m = msgs[0]
     assert construct in m and why in m and assumed in m, m
     assert "is not modelled" in m
+
+
+def test_a_tuple_indexed_by_a_variable_picks_its_item_by_selects() -> None:
+    mod = lower(
+        """
+        @cuda.jit
+        def k(a, out, d):
+            out[0] = (3, 5, 7)[d] + a.shape[d]
+        """
+    )
+    assert tl002(mod) == []
+    (k,) = mod.kernels
+    # the first two items chosen by `d == i or d == i - 3`, the last the default; `a` is
+    # one-dimensional (its shape read by a variable index): its only extent
+    assert len(ops(k, Opcode.SELECT)) == 2
+
+
+def test_a_float_index_or_a_tuple_of_objects_stays_tl002() -> None:
+    mod = lower(
+        """
+        @cuda.jit
+        def k(a, out, f):
+            out[0] = (3, 5)[f * 0.5]
+        """
+    )
+    assert any("a tuple indexed by a value that is not constant" in m for m in tl002(mod))
+
+
+@pytest.mark.parametrize(
+    "test, cmp, bound",
+    [("2**x < 1024", "lt", 10), ("2**x <= 1024", "lt", 11), ("4**x > 16", "ge", 3), ("100 > 3**x", "lt", 5)],
+)
+def test_a_power_compared_with_a_constant_is_tested_on_its_exponent(test, cmp, bound) -> None:
+    mod = lower(
+        f"""
+        @cuda.jit
+        def k(a, x):
+            if {test}:
+                a[0] = 1
+        """
+    )
+    (k,) = mod.kernels
+    (c,) = ops(k, Opcode.CMP)
+    assert c.attrs["cmp"] == cmp and c.args[0].source_name == "x" and const_of(c.args[1]) == bound
+
+
+def test_int_bit_count_is_popc() -> None:
+    mod = lower(
+        """
+        @cuda.jit
+        def k(a, m):
+            a[0] = m.bit_count() + (-1).bit_count() + (5).bit_count()
+        """
+    )
+    assert tl002(mod) == []
+    (k,) = mod.kernels
+    assert [i.attrs["fn"] for i in ops(k, Opcode.PURE)] == ["popc"]
+    folded = [const_of(v) for i in k.instrs() for v in i.args]
+    assert 64 in folded and 2 in folded  # numba-cuda's popc of the int64 -1, and of 5
+
+
+def test_a_kernel_called_from_a_kernel_is_inlined() -> None:
+    mod = lower(
+        """
+        @cuda.jit
+        def add_one(x):
+            return x + 1
+
+        @cuda.jit
+        def k(a):
+            a[0] = add_one(a[0])
+        """
+    )
+    k = [k for k in mod.kernels if k.name == "k"][0]
+    assert not [i for i in k.instrs() if i.op in (Opcode.OPAQUE, Opcode.CALL)]
+    assert [d.code for d in mod.diagnostics] == []

@@ -6,7 +6,9 @@ is bound to) and `discover` finds the kernels by what reaches a jit
 (``@cuda.jit``, ``@cuda.jit(device=True)``, ``@njit``, ``cuda.jit(f)``
 anywhere, through aliases, star imports, factories, wrappers and partials),
 `lower` turns each into the IR, `vocabulary` says what each Numba / NumPy /
-``math`` name means, and `consts` folds module constants.
+``math`` name means, `consts` folds module constants, and `siblings` reads
+(as text too) the modules of the project the file imports device functions
+and constants from.
 
 Why `ast` rather than libcst here: the IR needs a span for every expression,
 and libcst computes positions with a metadata pass that, with its parser,
@@ -77,6 +79,8 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
     except Exception as e:  # noqa: BLE001 - never raise on user input
         mod.diagnostics.append(internal_error("while reading the file", e, Span(path, 1, 1, 1, 2)))
         return
+    # the project's modules it imports from, read as text (`siblings`): the caches look at them too
+    mod.files.update(enumerate(sorted(finder.sibling_files), start=1))
     ctx = ModuleCtx(src, finder)
     # kernels first: a construct inside a device function is reported for the
     # kernel that inlines it, and for the function itself only when no kernel did

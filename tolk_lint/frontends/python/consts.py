@@ -160,10 +160,10 @@ def evaluate(
                 return shape if node.attr == "shape" else len(shape) if node.attr == "ndim" else math.prod(shape)
         q = qual_of(node) if qual_of else None
         if q is not None:
-            from tolk_lint.frontends.python.vocabulary import FLOAT_CONSTANTS
+            from tolk_lint.frontends.python.vocabulary import KNOWN_CONSTANTS
 
-            if q in FLOAT_CONSTANTS and FLOAT_CONSTANTS[q] is not None:
-                return FLOAT_CONSTANTS[q]
+            if q in KNOWN_CONSTANTS and KNOWN_CONSTANTS[q] is not None:
+                return KNOWN_CONSTANTS[q]
             return Alias(q)
         return UNKNOWN
     if isinstance(node, (ast.Tuple, ast.List)):

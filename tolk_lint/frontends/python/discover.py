@@ -6,7 +6,8 @@ reaches it, however it gets there: a decorator; a call anywhere in the
 module, whatever the result is stored in (``k = cuda.jit(sig)(f)``,
 ``cache[key] = cuda.jit(f)``, ``self.k = cuda.jit(f)``, ``[cuda.jit(f) for f
 in (f1, f2)]``, ``{"add": cuda.jit(add)}``); the module handed to a factory
-as a parameter (``def make(cuda): @cuda.jit ...``); a star import; an alias,
+as a parameter (``def make(cuda): @cuda.jit ...``); a method of the class called through
+``self`` (``self.template(math_sin)`` compiling its parameter); a star import; an alias,
 ``functools.partial(cuda.jit, device=True)``, or the project's own wrapper
 (``def jit(f): return cuda.jit(f)``, a decorator factory returning one).
 
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
-from tolk_lint.frontends.python.scope import BUILTIN_NAMES, Flow, FuncInfo, Scope, walk_body
+from tolk_lint.frontends.python.scope import BUILTIN_NAMES, Flow, FuncInfo, Scope, self_method, walk_body
 from tolk_lint.frontends.python.vocabulary import CUDA_JIT, DTYPE_NAMES, HOST_JIT, PARTIAL, dtype_of_qual
 
 # how far evaluation follows before giving up on a value: evaluations nested in one another, and
@@ -119,6 +120,14 @@ class Fn:
 
     fi: FuncInfo
     env: dict
+
+
+@dataclass(frozen=True, eq=False)
+class Method:
+    """A method of a class of the file read through ``self`` (`scope.self_method`):
+    calling it binds ``self`` to what is not followed."""
+
+    fn: Fn
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,6 +314,9 @@ class Discovery:
         if isinstance(node, ast.Name):
             return self._name(node.id, ctx)
         if isinstance(node, ast.Attribute):
+            method = self_method(ctx.scope, node, ctx.line)
+            if method is not None:
+                return [Method(Fn(method, {}))]
             return [
                 _qual_value(f"{v.qual}.{node.attr}")
                 for v in self.eval(node.value, ctx)
@@ -350,6 +362,8 @@ class Discovery:
             return self.force(frame[name])
         if b.kind == "alias":
             return [_qual_value(b.value)]
+        if b.kind == "func" and b.value.node not in self.by_node:  # imported from a sibling module
+            return [Compiled(b.value, b.value.kind)] if b.value.kind != "plain" else []
         if b.kind == "func":
             return [Fn(v.fi, ctx.env) if isinstance(v, Fn) else v for v in self.decorated(b.value)]
         if b.kind == "class":
@@ -412,6 +426,8 @@ class Discovery:
             return self._jit_call(callee, args)
         if isinstance(callee, Fn):
             return self._call_function(callee, args)
+        if isinstance(callee, Method):
+            return self._call_function(callee.fn, _CallArgs([_NOTHING] + args.pos, args.kw))
         if isinstance(callee, Lam):
             frame = _bind(callee.node.args, args, callee.ctx)
             env = _with_locals(callee.ctx.env, frame)

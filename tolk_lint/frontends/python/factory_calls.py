@@ -5,7 +5,8 @@ constants (Numba freezes them when it compiles each kernel the factory
 makes). When every call of the factory in the file passes a constant
 integer for a parameter (``mean7 = make_rolling_mean(7)``, a default the
 calls leave alone), or every call passes a function of the file
-(``add_kernel = make_binary_op_kernel(_add)``), those are the kernels the
+(``add_kernel = make_binary_op_kernel(_add)``, or ``self.template(_add)``
+calling a method of the class), those are the kernels the
 file makes, and the lowering assumes the parameter is one of them, as it
 takes the block shape from the file's launches. A call with any other
 argument (a variable, ``*args``), or no call at all, leaves the parameter
@@ -19,7 +20,7 @@ from __future__ import annotations
 import ast
 
 from tolk_lint.frontends.python.consts import evaluate
-from tolk_lint.frontends.python.scope import FuncInfo, Scope
+from tolk_lint.frontends.python.scope import FuncInfo, Scope, self_method
 
 MAX_VALUES = 16  # constant arguments kept per parameter; more leave it any value
 
@@ -43,14 +44,20 @@ def _values(finder, factory: ast.AST, param: str) -> tuple | None:
     slot = fi.params.index(param)
     values: list = []
     for call, scope in _calls(finder):
-        if not isinstance(call.func, ast.Name):
-            continue
-        b, _ = scope.lookup(call.func.id, call.lineno)
-        if b is None or b.kind != "func" or b.value is not fi:
+        if isinstance(call.func, ast.Name):
+            b, _ = scope.lookup(call.func.id, call.lineno)
+            if b is None or b.kind != "func" or b.value is not fi:
+                continue
+            at = slot
+        elif self_method(scope, call.func, call.lineno) is fi:
+            at = slot - 1  # ``self.template(math_sin)``: ``self`` is bound already
+            if at < 0:
+                continue
+        else:
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None
-        given = call.args[slot] if slot < len(call.args) else None
+        given = call.args[at] if at < len(call.args) else None
         given = next((k.value for k in call.keywords if k.arg == param), given)
         given = given if given is not None else fi.defaults.get(param)
         if given is None:

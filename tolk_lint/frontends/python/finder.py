@@ -6,7 +6,9 @@ name is bound to and from which line (an import alias, a constant value, a
 function, or something unknown, with the expression it came from). Names are
 resolved to *qualified* names through those bindings (``from numba import
 cuda as nc`` makes ``nc.jit`` mean ``numba.cuda.jit``), so decorators and
-intrinsics are recognised under any alias.
+intrinsics are recognised under any alias. A name imported from a module
+of the project beside the file (``from utils import dot``) is what that
+module defines, read by a finder of its own (`siblings`).
 
 Which functions are kernels (``@cuda.jit``, ``cuda.jit(sig)(f)`` anywhere,
 through factories, wrappers and partials), device functions
@@ -37,6 +39,7 @@ from tolk_lint.frontends.python.scope import (
     Scope,
     walk_body,
 )
+from tolk_lint.frontends.python.siblings import imported
 from tolk_lint.frontends.python.vocabulary import (
     ATOMIC_OPS,
     CUDA,
@@ -54,6 +57,8 @@ from tolk_lint.ir.nodes import Span
 __all__ = ["BUILTIN_NAMES", "ExternInfo", "Finder", "FuncInfo", "Scope", "Source"]
 
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
+# packages never beside a linted file: not looked for (`siblings`)
+_NOT_SIBLINGS = frozenset({"numba", "numpy", "math", "cmath", "cupy", "llvmlite", "tolk_lint", "__future__"})
 # walks of a module whose factory parameters receive a Numba module found in a walk before
 _MAX_WALKS = 3
 
@@ -113,8 +118,10 @@ class Source:
 
 
 class Finder:
-    def __init__(self, tree: ast.Module, src: Source):
+    def __init__(self, tree: ast.Module, src: Source, importing: tuple[str, ...] = ()):
         self.src = src
+        self._importing = importing  # the modules whose imports led here (`siblings`)
+        self.sibling_files: frozenset[str] = frozenset()  # the project's modules read for this one
         seeds: dict[tuple[ast.AST, str], str] = {}
         for _ in range(_MAX_WALKS):
             self._walk(tree, seeds)
@@ -127,6 +134,11 @@ class Finder:
             _prescan(fi)
             fi.index_params = index_params(fi)
         self._propagate()
+
+    @classmethod
+    def of_module(cls, tree: ast.Module, text: str, path: str, importing: tuple[str, ...]) -> Finder:
+        """The finder of a module the linted file imports from (`siblings`)."""
+        return cls(tree, Source(text, path), importing)
 
     # -- the walk ---------------------------------------------------------------------
 
@@ -161,9 +173,14 @@ class Finder:
                 if a.name == "*":
                     if not st.level and mod in STAR_EXPORTS:
                         scope.star_modules.append(mod)
+                    else:
+                        scope.opaque_star = True
                     continue
                 name = a.asname or a.name
-                if st.level:
+                b = self._from_sibling(mod, st.level, a.name) if scope is self.module else None
+                if b is not None:
+                    scope.bind(name, Binding(line, b.kind, b.value))
+                elif st.level:
                     scope.bind(name, Binding(line, "unknown"))
                 else:
                     scope.bind(name, Binding(line, "alias", f"{mod}.{a.name}" if mod else a.name))
@@ -191,6 +208,10 @@ class Finder:
                     lambda n: scope.qual(n, line),
                 )
                 self._bind_value(st.target.id, new, scope, line, conditional)
+        elif isinstance(st, ast.If) and self._static_test(st.test, scope, line) is not None:
+            # `if config.ENABLE_CUDASIM: ... else: ...`, `if N > 8:`: only the arm taken runs
+            taken = self._static_test(st.test, scope, line)
+            self._collect(st.body if taken else st.orelse, scope, conditional)
         elif isinstance(st, (ast.If, ast.While)):
             self._collect(st.body, scope, True)
             self._collect(st.orelse, scope, True)
@@ -217,6 +238,22 @@ class Finder:
         elif isinstance(st, ast.Match):
             for case in st.cases:
                 self._collect(case.body, scope, True)
+
+    def _static_test(self, test: ast.expr, scope: Scope, line: int) -> bool | None:
+        """Whether an ``if``'s test is true, when it is a constant; else None."""
+        v = evaluate(test, scope.const_lookup(line), lambda n: scope.qual(n, line))
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return bool(v)
+        return None
+
+    def _from_sibling(self, module: str, level: int, name: str) -> Binding | None:
+        """``from utils import dot``: what the project's module beside the
+        file defines ``dot`` as (`siblings`), or None."""
+        if not module or module.split(".", 1)[0] in _NOT_SIBLINGS:
+            return None
+        b, files = imported(Finder, self.src.path, self._importing, module, level, name)
+        self.sibling_files |= files
+        return b
 
     def _assign(self, target: ast.expr, value: ast.expr, scope: Scope, line: int, conditional: bool) -> None:
         if isinstance(target, ast.Name):
@@ -256,7 +293,7 @@ class Finder:
             scope.bind(name, Binding(line, "const", v))
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope) -> FuncInfo:
-        fi = FuncInfo(node.name, node, scope)
+        fi = FuncInfo(node.name, node, scope, source=self.src)
         fi.first_line = min([d.lineno for d in node.decorator_list] + [node.lineno])
         a = node.args
         pos = list(a.posonlyargs) + list(a.args)

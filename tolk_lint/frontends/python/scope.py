@@ -9,8 +9,10 @@ them (``from numba import cuda as nc`` makes ``nc.jit`` mean
 asked about; a name bound only further down the file takes its last binding
 (the module has run to the end when Numba compiles). ``from numba.cuda
 import *`` binds the names that module exports, below every explicit
-binding. A `FuncInfo` is one ``def`` of the file and what the pre-scan
-learnt about it.
+binding; a star import of a module not known (``from helpers import *``)
+may bring ``numba`` itself, so an otherwise unbound ``numba`` is Numba.
+A `FuncInfo` is one ``def`` of the file and what the pre-scan learnt
+about it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Scope:
         self.node = node
         self.bindings: dict[str, list[Binding]] = {}
         self.star_modules: list[str] = []  # `from numba.cuda import *`, in order
+        self.opaque_star = False  # `from helpers import *` of a module whose names are not known
         self._star_bindings: dict[str, Binding] = {}
 
     def bind(self, name: str, b: Binding) -> None:
@@ -100,6 +103,11 @@ class Scope:
             if name in STAR_EXPORTS[mod]:
                 got = self._star_bindings[name] = Binding(0, "alias", f"{mod}.{name}")
                 return got
+        if self.opaque_star and name == "numba":
+            # the project's `helpers` may `import numba`; bound nowhere else, `numba.cuda.jit`
+            # can only be Numba's (a module's other names stay unknown)
+            got = self._star_bindings[name] = Binding(0, "alias", "numba")
+            return got
         return None
 
     def qual(self, node: ast.AST, line: int) -> str | None:
@@ -150,6 +158,7 @@ class FuncInfo:
     calls: list[tuple[ast.Call, list[tuple[int | str, str]]]] = field(default_factory=list)
     has_varargs: bool = False
     body_scope: Scope | None = None  # names bound inside it (for nested kernels)
+    source: Any = None  # the `finder.Source` of its file (a module it was imported from: `siblings`)
 
     @property
     def line(self) -> int:
@@ -162,6 +171,41 @@ class ExternInfo:
 
     name: str
     line: int
+
+
+_NOT_BOUND = ("staticmethod", "classmethod")
+_MAX_BASES = 8  # classes of the file searched for a method, the class itself and its bases
+
+
+def self_method(scope: Scope, node: ast.expr, line: int) -> FuncInfo | None:
+    """``self.name`` read in a method whose first parameter is ``self``: the
+    method ``name`` of its class (or of a base class of the file), bound to
+    the instance; None for anything else (a ``@staticmethod`` has no
+    ``self``, an attribute the class does not define is not followed)."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return None
+    b, s = scope.lookup(node.value.id, line)
+    if b is None or s is None or s.kind != "function" or s.parent is None or s.parent.kind != "class":
+        return None
+    fn = s.node
+    positional = list(fn.args.posonlyargs) + list(fn.args.args)
+    if not positional or positional[0].arg != node.value.id or b.line != fn.lineno:
+        return None
+    if any(isinstance(d, ast.Name) and d.id in _NOT_BOUND for d in fn.decorator_list):
+        return None
+    todo, seen = [s.parent], 0
+    while todo and seen < _MAX_BASES:
+        cls = todo.pop(0)
+        seen += 1
+        m = cls.own(node.attr, 1 << 30)
+        if m is not None:
+            return m.value if m.kind == "func" and isinstance(m.value, FuncInfo) else None
+        for base in getattr(cls.node, "bases", ()):
+            if isinstance(base, ast.Name) and cls.parent is not None:
+                bb, _ = cls.parent.lookup(base.id, cls.node.lineno)
+                if bb is not None and bb.kind == "class":
+                    todo.append(bb.value)
+    return None
 
 
 def walk_body(node: ast.AST) -> tuple[ast.AST, ...]:

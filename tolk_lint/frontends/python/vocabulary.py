@@ -39,8 +39,12 @@ CUDA_VALUES = {
     "warpsize": ("const", 32),
 }
 
-# constants of math / numpy
-FLOAT_CONSTANTS = {
+# constants of math / numpy, and Numba's configuration as a kernel compiled for a GPU sees it
+# (`if config.ENABLE_CUDASIM: tpb = 4 else: tpb = 16`: the simulator runs no GPU kernels)
+KNOWN_CONSTANTS = {
+    "numba.config.ENABLE_CUDASIM": False,
+    "numba.core.config.ENABLE_CUDASIM": False,
+    "numba.cuda.core.config.ENABLE_CUDASIM": False,  # numba-cuda's own copy of the configuration
     "math.pi": 3.141592653589793,
     "math.e": 2.718281828459045,
     "math.tau": 6.283185307179586,
@@ -64,7 +68,8 @@ DTYPE_NAMES = {
     "int32": "s32", "i4": "s32", "intc": "s32", "int64": "s64", "i8": "s64", "intp": "s64", "int_": "s64",
     "longlong": "s64", "uint8": "u8", "u1": "u8", "ubyte": "u8", "uint16": "u16", "u2": "u16",
     "ushort": "u16", "uint32": "u32", "u4": "u32", "uintc": "u32", "uint64": "u64", "u8": "u64",
-    "uintp": "u64", "ulonglong": "u64", "bool_": "u8", "boolean": "u8", "b1": "u8",
+    "uintp": "u64", "ulonglong": "u64", "size_t": "u64", "ssize_t": "s64", "bool_": "u8", "boolean": "u8",
+    "b1": "u8",
     "complex64": "c64", "c8": "c64", "complex128": "c128", "c16": "c128",
 }  # fmt: skip
 # builtins used as dtypes (np.empty(n, dtype=float))
@@ -192,9 +197,10 @@ NUMPY_ALLOC = frozenset(
 )
 
 # numba.cuda.random's draws: (states, index), a read and a write of states[index]
+# (``xoroshiro128p_next``: the raw 64 bits)
 XOROSHIRO_DRAWS = frozenset(
     {"xoroshiro128p_uniform_float32", "xoroshiro128p_uniform_float64", "xoroshiro128p_normal_float32",
-     "xoroshiro128p_normal_float64"}
+     "xoroshiro128p_normal_float64", "xoroshiro128p_next"}
 )  # fmt: skip
 
 # the iterables a `for` loop is lowered for: ranges (the canonical loop), enumerate and zip

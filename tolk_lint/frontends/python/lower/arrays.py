@@ -6,9 +6,10 @@ array parameter are ``PARAM "a.shape[d]"`` values (uniform), emitted once
 per kernel in the entry block. Indexing fewer dimensions than the array has,
 or slicing it, gives a view (`ArrayRef` with fixed leading indices and
 offsets). A subscript of a tuple or a constant tuple is resolved at compile
-time.
+time; by an index that is not constant (``shape[d]`` in a loop over the
+dimensions), it is the item the index picks, by SELECTs.
 
-Imports: `values`, `consts`, `tolk_lint.ir`.
+Imports: `values`, `consts`, `conversion`'s ``join_types``, `tolk_lint.ir`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tolk_lint.frontends.python.consts import UNKNOWN
+from tolk_lint.frontends.python.consts import UNKNOWN, is_scalar
+from tolk_lint.frontends.python.lower.conversion import join_types
 from tolk_lint.frontends.python.lower.values import ArrayRef, GlobalRef, PyConst, TupleLV
 from tolk_lint.ir.nodes import Buffer, Value
 from tolk_lint.ir.opcodes import Opcode as O
@@ -55,9 +57,13 @@ class ArrayAccess:
                 if any(x is UNKNOWN for x in (lo, hi, st)):
                     return self.opaque(node, "tuple-slice", None, "a tuple sliced by unknown bounds")
                 return TupleLV(items[lo:hi:st])
-            i = self.static(self.expr(sl))
+            index = self.expr(sl)
+            i = self.static(index)
             if isinstance(i, int) and -len(items) <= i < len(items):
                 return items[i]
+            chosen = self._tuple_select(items, index, node) if i is UNKNOWN else None
+            if chosen is not None:
+                return chosen
             return self.opaque(node, "tuple-index", None, "a tuple indexed by a value that is not constant")
         return self.opaque(
             node, "subscript", None, "subscript of something that is not an array", args=[base]
@@ -136,6 +142,33 @@ class ArrayAccess:
                             names=(name,), block=self.entry).result  # fmt: skip
             self.shape_params[key] = v
         return v
+
+    def _tuple_select(self, items: list, index: Any, node) -> Value | None:
+        """``shape[d]``, ``(3, 4)[d]`` with ``d`` not constant (a loop over the
+        dimensions): the item the index picks, as SELECTs on ``index == k``
+        (a negative index counts from the end, as in Python); None when an
+        item is not a number. An index past the end fails to run: it takes
+        the last item."""
+        def number(x: Any) -> bool:
+            return isinstance(x, Value) or (
+                isinstance(x, PyConst) and is_scalar(x.value) and not isinstance(x.value, complex)
+            )
+
+        if not items or not all(number(x) for x in items):
+            return None
+        if not isinstance(index, (Value, PyConst)) or not _integer(self.type_of(index)):
+            return None
+        t = self.type_of(items[0])
+        for x in items[1:]:
+            t = join_types(t, self.type_of(x), False)
+        n = len(items)
+        out = self.coerce(items[-1], t, node)
+        for k in range(n - 2, -1, -1):
+            at = self.val(self.compare(ast.Eq(), index, PyConst(k), node), node)
+            from_end = self.val(self.compare(ast.Eq(), index, PyConst(k - n), node), node)
+            hit = self.value(O.OR, [at, from_end], "pred", None, node)
+            out = self.value(O.SELECT, [hit, self.coerce(items[k], t, node), out], t, None, node)
+        return out
 
     def _index_value(self, lv: Any, node) -> Value:
         if isinstance(lv, PyConst) and isinstance(lv.value, (int, bool)):
@@ -327,3 +360,8 @@ class ArrayAccess:
         self.kernel.buffers[name] = buf
         addr = self.emit(O.ADDR, [], ("ptr",), {"buffer": name}, node, names=(name,)).result
         return ArrayRef(name, space, dtype, addr, shape, len(shape))
+
+
+def _integer(t: str) -> bool:
+    """An integer IR type (``s32``, ``u64``, ``b32``; not ``bf16``)."""
+    return t[:1] in ("s", "u") or (t[:1] == "b" and t[1:].isdigit())

@@ -4,9 +4,11 @@ understood.
 A qualified name goes to `intrinsics` (``numba.cuda``), `async_copy`
 (``tolk_lint.runtime``), `library`
 (``math``, ``cmath``, NumPy, builtins) or a conversion (``float32(x)``); a function
-of the file to `inlining`, an external device function (``cuda.declare_device``)
-to a CALL; a kernel, an unjitted function, a method or an unknown global
-to an OPAQUE (TL002). Also the argument matching the intrinsics share.
+of the file to `inlining` (a kernel called from a kernel too: numba-cuda
+compiles it as a device function there), an external device function
+(``cuda.declare_device``) to a CALL; an unjitted function, a method (but
+``int.bit_count()``) or an unknown global to an OPAQUE (TL002). Also the
+argument matching the intrinsics share.
 
 A factory's parameter that the file's calls give several of its functions
 is a call of each, on its own path (`call_choice`).
@@ -33,7 +35,7 @@ from tolk_lint.frontends.python.lower.values import (
     PyConst,
     QualRef,
 )
-from tolk_lint.ir.nodes import Value
+from tolk_lint.ir.nodes import Value, is_float
 from tolk_lint.ir.opcodes import Opcode as O
 
 
@@ -58,6 +60,8 @@ class Calls:
                 return self.barrier_grid(node)
             if callee.name == "conjugate" and not node.args and isinstance(callee.obj, (Value, PyConst)):
                 return self.complex_part(callee.obj, "conjugate", node)
+            if callee.name == "bit_count" and not node.args and not node.keywords:
+                return self.bit_count(callee.obj, node)
             return self.opaque_call(node, f"method:{callee.name}", f".{callee.name}()", "a method call")
         if isinstance(callee, GlobalRef):
             why = f"a call of a {callee.why}"
@@ -72,11 +76,20 @@ class Calls:
         """A call of a function of the file (or of a declared external one)."""
         if isinstance(info, ExternInfo):
             return self.call_op(node, info.name, "external device function")
-        if info.kind in ("device", "host"):
+        if info.kind in ("device", "host", "kernel"):
+            # numba-cuda compiles a `@cuda.jit` function a kernel calls as a device function
             return self.inline(info, node)
-        if info.kind == "kernel":
-            return self.opaque_call(node, f"call:{info.name}", f"{info.name}(...)", "a kernel called from a kernel")
         return self.opaque_call(node, f"call:{info.name}", f"{info.name}(...)", "a function that is not jitted")
+
+    def bit_count(self, obj: Any, node: ast.Call) -> Any:
+        """``x.bit_count()`` of an integer: numba-cuda's is ``cuda.popc`` of
+        the register (a negative int64 counts its two's complement bits)."""
+        if isinstance(obj, PyConst) and isinstance(obj.value, int) and not isinstance(obj.value, bool):
+            return PyConst(bin(obj.value & 0xFFFFFFFFFFFFFFFF).count("1"))
+        if not isinstance(obj, Value) or obj.type in ("pred", "ptr") or obj.type[:1] == "c" \
+                or is_float(obj.type):  # fmt: skip
+            return self.opaque_call(node, "method:bit_count", ".bit_count()", "a method call")
+        return self.value(O.PURE, [obj], obj.type, {"fn": "popc"}, node)
 
     def call_choice(self, choice: ChoiceRef, node: ast.Call) -> Any:
         """A call of a factory's parameter that is one of several functions of

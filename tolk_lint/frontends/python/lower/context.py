@@ -48,6 +48,8 @@ class Frame:
         "prefix",
         "ret_var",
         "scope",
+        "site",
+        "source",
     )
 
     def __init__(self, fi: FuncInfo, prefix: str, call_origin: Origin | None):
@@ -61,6 +63,10 @@ class Frame:
         self.loops: list[tuple[Block, Block]] = []  # (continue target, break target)
         self.has_value = False
         self.locals = fi.locals
+        # a function of another file (`siblings`): its `Source`, and the call in the linted
+        # file its instructions are placed on
+        self.source = None
+        self.site = None
 
     def var(self, name: str) -> str:
         return name if not self.prefix else f"{name}@{self.prefix}"

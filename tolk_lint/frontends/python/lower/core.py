@@ -99,7 +99,7 @@ class LowererCore:
         node's text), why it is not modelled (``reason``), what is assumed."""
         span, text = self.loc(node)
         message = unsupported_message(what or text, reason, assumed)
-        self._report(span, kind, what or text, self._origin(span), message)
+        self._report(span, kind, what or text, self._origin(span, node), message)
 
     def merged_arrays(self, lv: Any) -> bool:
         """Is ``lv`` the opaque array of a variable holding different buffers
@@ -124,18 +124,29 @@ class LowererCore:
             return self.span_override, self.text_override or ""
         if node is None:
             return self.kernel.span, ""
+        f = self.frames[-1] if self.frames else None
+        if f is not None and f.source is not None:  # a function of another file: at the call here
+            return f.site, f.source.loc(node)[1]
         return self.src.loc(node)
 
-    def _origin(self, span: Span) -> Origin | None:
+    def _origin(self, span: Span, node: ast.AST | None = None) -> Origin | None:
         f = self.frames[-1] if self.frames else None
         if f is None or f.call_origin is None:
             return None
-        return Origin(self.ctx.path, span.line, span.column, inlined_at=f.call_origin)
+        return self.origin_at(span, node, f.call_origin)
+
+    def origin_at(self, span: Span, node: ast.AST | None, inlined_at: Origin | None) -> Origin:
+        """Where ``node`` (at ``span``) is: in the function's own file when it
+        comes from another one (`siblings`)."""
+        f = self.frames[-1] if self.frames else None
+        if f is not None and f.source is not None and node is not None and self.span_override is None:
+            span = f.source.span(node)
+        return Origin(span.path, span.line, span.column, inlined_at=inlined_at)
 
     def emit(self, op: O, args, types=(), attrs=None, node=None, names=None, block=None) -> Instr:
         span, text = self.loc(node)
-        return self.b.emit(op, args, types, attrs=attrs, span=span, origin=self._origin(span), text=text,
-                           names=names, block=block)  # fmt: skip
+        return self.b.emit(op, args, types, attrs=attrs, span=span, origin=self._origin(span, node),
+                           text=text, names=names, block=block)  # fmt: skip
 
     def value(self, op: O, args, type: str, attrs=None, node=None) -> Value:
         return self.emit(op, args, (type,), attrs, node).result
@@ -145,11 +156,11 @@ class LowererCore:
 
     def jump(self, target: Block, node=None) -> None:
         span, text = self.loc(node)
-        self.b.jump(target, span=span, origin=self._origin(span), text=text)
+        self.b.jump(target, span=span, origin=self._origin(span, node), text=text)
 
     def branch(self, c: Value, t: Block, f: Block, node=None) -> None:
         span, text = self.loc(node)
-        self.b.branch(c, t, f, span=span, origin=self._origin(span), text=text)
+        self.b.branch(c, t, f, span=span, origin=self._origin(span, node), text=text)
 
     def dead(self) -> bool:
         cur = self.b.current

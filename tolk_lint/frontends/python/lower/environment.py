@@ -295,8 +295,8 @@ class Environment:
                 if kind == "special":
                     return self.special(what, node)
                 return PyConst(what)
-        if q in V.FLOAT_CONSTANTS and V.FLOAT_CONSTANTS[q] is not None:
-            return PyConst(V.FLOAT_CONSTANTS[q])
+        if q in V.KNOWN_CONSTANTS and V.KNOWN_CONSTANTS[q] is not None:
+            return PyConst(V.KNOWN_CONSTANTS[q])
         return QualRef(q)
 
     def special(self, name: str, node, type: str = "s64") -> Value:

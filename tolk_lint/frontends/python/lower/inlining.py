@@ -6,7 +6,9 @@ at the call in the kernel; past depth ``MAX_INLINE_DEPTH`` (8: recursion),
 or once a kernel has inlined ``MAX_INLINED_NODES`` syntax nodes, a CALL
 (TL002). Constant arguments stay constants, so ``fact(5)`` folds to 120.
 The callee runs in a `Frame` of its own (its variables renamed
-``name@prefix``); its ``return`` binds the frame's result variable.
+``name@prefix``); its ``return`` binds the frame's result variable. A
+function imported from another file of the project (`siblings`) is placed
+on the line of its call, its origins in its own file.
 
 Imports: `context`, `limits`, `values`, `consts`, `tolk_lint.ir`.
 """
@@ -21,7 +23,6 @@ from tolk_lint.frontends.python.finder import FuncInfo
 from tolk_lint.frontends.python.lower.context import Frame
 from tolk_lint.frontends.python.lower.limits import MAX_INLINE_DEPTH
 from tolk_lint.frontends.python.lower.values import ArrayRef, PyConst
-from tolk_lint.ir.nodes import Origin
 from tolk_lint.ir.opcodes import Opcode as O
 
 
@@ -67,11 +68,10 @@ class Inlining:
                 )
         self.inline_budget -= size
         span = self.loc(node)[0]
-        outer = self.frame.call_origin
         self.counter += 1
-        frame = Frame(
-            fi, f"{fi.name}{self.counter}", Origin(self.ctx.path, span.line, span.column, inlined_at=outer)
-        )
+        frame = Frame(fi, f"{fi.name}{self.counter}", self.origin_at(span, node, self.frame.call_origin))
+        if fi.source is not None and fi.source is not self.src:  # imported from another file
+            frame.source, frame.site = fi.source, span
         frame.ret_var = f"$ret@{frame.prefix}"
         frame.cont = self.b.block()
         self.frames.append(frame)

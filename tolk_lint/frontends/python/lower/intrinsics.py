@@ -329,4 +329,5 @@ class CudaIntrinsics:
         self.emit(O.STORE, [addr, nxt], (), attrs, node)
         if arr.param is not None:
             arr.param.written = True
-        return self.value(O.PURE, [old], "f32" if fn.endswith("32") else "f64", {"fn": fn}, node)
+        t = "u64" if fn == "xoroshiro128p_next" else "f32" if fn.endswith("32") else "f64"
+        return self.value(O.PURE, [old], t, {"fn": fn}, node)

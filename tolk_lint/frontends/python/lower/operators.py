@@ -37,6 +37,10 @@ _BINOP_IR = {
 _CMP_NAMES = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 
 
+# a comparison read the other way round (``C > p`` is ``p < C``)
+_SWAPPED = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
 class Operators:
     """Mixin of `Lowerer`: binary and unary operators, comparisons."""
 
@@ -147,6 +151,35 @@ class Operators:
                 result = self.value(O.AND, [result, c], "pred", None, node)
         return result
 
+    def _power_compare(self, op: ast.cmpop, a: Any, bound: Any, node) -> Any:
+        """``base**x < C`` (a constant integer ``base >= 2``, an integer ``x``,
+        a constant ``C >= 1``; also ``<=``, ``>``, ``>=``): the same test on
+        the exponent, ``x < m`` with ``m`` the least with ``base**m >= C``, so
+        that ``while 2**x < n: ... x += 1`` has an exit on its induction
+        variable (the PURE ``pow`` says nothing of its trips: any trip, and a
+        ``j = 2**x`` of any sign, would be possible). Exact for a negative
+        exponent (Numba's integer power is 0 there) and up to where
+        ``base**x`` leaves int64; past that (Numba wraps it) it is not
+        modelled. None when it does not apply."""
+        d = a.defn if isinstance(a, Value) else None
+        if d is None or d.op is not O.PURE or d.attrs.get("fn") != "pow" or is_float(a.type):
+            return None
+        base = self.static(d.args[0])
+        if not isinstance(base, int) or isinstance(base, bool) or base < 2:
+            return None
+        if not isinstance(bound, int) or isinstance(bound, bool) or not 1 <= bound < 1 << 63:
+            return None
+        x = d.args[1]
+        if is_float(x.type) or x.type in ("pred", "ptr"):
+            return None
+        if isinstance(op, (ast.LtE, ast.Gt)):
+            bound += 1  # p <= C is p < C + 1; p > C is p >= C + 1
+        m = 0
+        while base**m < bound:
+            m += 1
+        below = isinstance(op, (ast.Lt, ast.LtE))
+        return self.compare(ast.Lt() if below else ast.GtE(), x, PyConst(m), node)
+
     def compare(self, op: ast.cmpop, a: Any, b: Any, node) -> Any:
         name = _CMP_NAMES.get(type(op))
         if name is None:
@@ -181,6 +214,11 @@ class Operators:
             r = fold_compare([op], [sa, sb])
             if r is not UNKNOWN:
                 return PyConst(r)
+        on_exponent = self._power_compare(op, a, sb, node)
+        if on_exponent is None and type(op) in _SWAPPED:
+            on_exponent = self._power_compare(_SWAPPED[type(op)](), b, sa, node)
+        if on_exponent is not None:
+            return on_exponent
         va, vb, t = self.unify(a, b, node)
         attrs: dict[str, Any] = {"cmp": name}
         if not is_float(t):
