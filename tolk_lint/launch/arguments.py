@@ -46,7 +46,8 @@ from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, sp
 from tolk_lint.launch.c_types import IntType, int_type
 
 if TYPE_CHECKING:
-    from tolk_lint.launch.cuda_source import CudaSource, Function, Launch
+    from tolk_lint.launch.cuda_source import CudaSource
+    from tolk_lint.launch.cuda_structure import Function, Launch
 
 _ASSIGN = frozenset("= += -= *= /= %= &= |= ^= <<= >>= ++ --".split())
 _COMPARE = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}

@@ -1,16 +1,15 @@
 """The launches in a CUDA source, read back for the PTX compiled from it.
 
 A PTX file's ``.file`` table names the CUDA sources it came from (nvcc
-``-lineinfo``); when one is readable, its host code is read for the
-launches of each kernel (`c_syntax` is the lexer and the constant
-evaluator, `mangled` reads the C++ names of the PTX entries):
-
-- ``kernel<<<grid, block[, shmem[, stream]]>>>(...)``, with ``ns::`` and
-  template arguments (``MatrixMulCUDA<32><<<grid, threads>>>``, matched to
-  the entry ``_Z13MatrixMulCUDAILi32EE...``; a launch without template
-  arguments matches every instantiation, as C++ deduces them);
-- ``cudaLaunchKernel`` / ``cudaLaunchCooperativeKernel`` with the kernel
-  (cast to ``void*``, or ``&kernel``), the grid and the block.
+``-lineinfo``); when one is readable, it is read (`read_source`: the file
+and the constants of the headers it includes), its kernels, functions and
+launches found (`cuda_structure`: ``kernel<<<grid, block>>>(...)``,
+``cudaLaunchKernel``; `c_syntax` is the lexer and the constant evaluator),
+and each launch matched to the PTX entries it launches (`mangled` reads
+their C++ names: ``MatrixMulCUDA<32><<<grid, threads>>>`` launches
+``_Z13MatrixMulCUDAILi32EE...``; a launch without template arguments
+matches every instantiation, as C++ deduces them). This module values what
+a launch writes:
 
 The block is a constant expression: a number, ``dim3(16, 16)``, or a
 variable of the launching function (``dim3 threads(BLOCK, BLOCK);``, ``int
@@ -32,59 +31,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tolk_lint.launch.arguments import declared_params, hull, launch_facts
-from tolk_lint.launch.c_types import IntType
+from tolk_lint.launch.arguments import hull, launch_facts
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
+from tolk_lint.launch.cuda_structure import (
+    DECL_WORDS,
+    Function,
+    KernelDef,
+    Launch,
+    innermost,
+    read_structure,
+    source_text,
+    statement_start,
+)
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
 from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
-_DECL_WORDS = frozenset(
-    "dim3 int unsigned signed long short size_t auto const constexpr static uint32_t int32_t uint64_t int64_t "
-    "uint".split()
-)
-_LAUNCH_APIS = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel")
 _MAX_DEPTH = 12
-
-
-@dataclass
-class KernelDef:
-    parts: tuple[str, ...]  # namespaces and the name
-    template_params: tuple[str, ...]
-    line: int  # where its declaration starts (its `template` line, if any)
-    name_line: int = 0  # the line of its name
-    params: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types (`arguments.declared_params`)
-
-    @property
-    def name(self) -> str:
-        return self.parts[-1]
-
-
-@dataclass
-class Function:
-    """A function body: token indices of its braces, its parameters, its
-    name and the template parameters it is declared with."""
-
-    start: int
-    end: int
-    params: frozenset[str]
-    name: str = ""
-    template_params: tuple[str, ...] = ()
-    param_list: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types, in order
-
-
-@dataclass
-class Launch:
-    parts: tuple[str, ...]  # as written: `ns::kernel` is ("ns", "kernel")
-    targs: list[list[Token]] | None  # the explicit template arguments
-    block: list[Token]
-    index: int  # token index of the launch
-    line: int
-    func: Function | None
-    text: str = ""  # the launch as written, shortened
-    args: list[list[Token]] | None = None  # the kernel's arguments (None: not read)
-    grid: list[Token] | None = None  # the grid expression
 
 
 @dataclass
@@ -168,7 +132,7 @@ class CudaSource:
             close = next((j for j in range(i + 2, min(len(toks), i + 64)) if toks[j].text == ">"), None)
             if close is None or close + 1 >= len(toks) or toks[close + 1].text != "(":
                 continue
-            func = _innermost(self.functions, i)
+            func = innermost(self.functions, i)
             args = split_args(toks[i + 2 : close])
             binding = {}
             for name, arg in zip(f.template_params, args):
@@ -246,7 +210,7 @@ class CudaSource:
             if prev == "," and not _in_parens(toks, func.start, j):
                 # a later declarator of one declaration: `dim3 grid(n / 32), threads(32, 8);`
                 prev = _declaration_type(toks, j, func.start) or prev
-            declared = prev in _DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
+            declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
                                                nxt in ("(", "{", "="))  # fmt: skip
             assigned = nxt == "=" and prev in (";", "{", "}")
             if prev == "dim3" and nxt in (";", ","):  # `dim3 threads;`: (1, 1, 1), then its members
@@ -273,8 +237,8 @@ class CudaSource:
                 v = (v, 1, 1)
             v = self._members(name, v, j, index, func, depth, stable)
             if v is not None:
-                start = _statement_start(toks, j, func.start)
-                where.append(f"`{_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
+                start = statement_start(toks, j, func.start)
+                where.append(f"`{source_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
             return v
         return _NOT_FOUND
 
@@ -438,32 +402,13 @@ def _declaration_type(toks: list[Token], j: int, stop: int) -> str | None:
     """The type word (``dim3``, ``int``) of the declaration whose later
     declarator is the name at token ``j`` (after a ``,`` outside brackets),
     when its statement starts with declaration words; None: not a declaration."""
-    start = _statement_start(toks, j, stop)
+    start = statement_start(toks, j, stop)
     k = start
-    while k < j and toks[k].text in _DECL_WORDS:
+    while k < j and toks[k].text in DECL_WORDS:
         k += 1
     if k == start or toks[k].kind != "name" or k == j:
         return None
     return toks[k - 1].text
-
-
-def _statement_start(toks: list[Token], j: int, stop: int) -> int:
-    k = j
-    while k > stop + 1 and toks[k - 1].text not in (";", "{", "}"):
-        k -= 1
-    return k
-
-
-def _text(toks: list[Token], source: str) -> str:
-    """The tokens as the source writes them (whitespace collapsed), shortened."""
-    if not toks:
-        return ""
-    first, last = toks[0], toks[-1]
-    if first.pos >= 0 and last.pos >= 0:
-        out = " ".join(source[first.pos : last.pos + len(last.text)].split())
-    else:
-        out = " ".join(t.text for t in toks)
-    return out if len(out) <= 80 else out[:77] + "..."
 
 
 # -- reading a file ---------------------------------------------------------------------------------------
@@ -520,7 +465,7 @@ def scan(text: str, path: str, depth: int = 0) -> CudaSource:
         by_name.setdefault(d.name, []).append(d.tokens)
     src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name,
                      globals_=globals_, included=included)  # fmt: skip
-    _structure(src)
+    read_structure(src)
     return src
 
 
@@ -543,254 +488,6 @@ def _stamp(path: str) -> tuple[int, int]:
     return (st.st_mtime_ns, st.st_size)
 
 
-def _structure(src: CudaSource) -> None:
-    """Kernels, function bodies, global constants, then the launches."""
-    toks = src.tokens
-    scopes: list[tuple[str, str]] = []  # (kind, name) per open brace outside functions
-    i = 0
-    n = len(toks)
-    while i < n:
-        t = toks[i]
-        if t.text == "namespace" and i + 2 < n and toks[i + 1].kind == "name" and toks[i + 2].text == "{":
-            scopes.append(("namespace", toks[i + 1].text))
-            i += 3
-            continue
-        if t.text == "{":
-            if i > 0 and toks[i - 1].text in (")", "const", "noexcept", "override", "final"):
-                close_paren = _paren_before(toks, i)
-                if close_paren is not None:
-                    _function(src, scopes, close_paren, i)
-                    i = matching(toks, i) + 1
-                    continue
-            if i > 0 and toks[i - 1].text == "enum" or (i > 1 and toks[i - 2].text == "enum"):
-                _enum(src, i)
-            scopes.append(("block", ""))
-            i += 1
-            continue
-        if t.text == "}":
-            if scopes:
-                scopes.pop()
-            i += 1
-            continue
-        if t.text in ("constexpr", "const"):  # outside functions: their bodies are skipped whole
-            _global_decl(src, i)
-        i += 1
-    _launches(src)
-
-
-def _paren_before(toks: list[Token], brace: int) -> int | None:
-    """The ``)`` closing a function's parameters before its body's ``{``."""
-    j = brace - 1
-    while j >= 0 and toks[j].text in ("const", "noexcept", "override", "final"):
-        j -= 1
-    return j if j >= 0 and toks[j].text == ")" else None
-
-
-def _open_paren(toks: list[Token], close: int) -> int | None:
-    depth = 0
-    for j in range(close, -1, -1):
-        if toks[j].text == ")":
-            depth += 1
-        elif toks[j].text == "(":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
-
-
-def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
-    toks = src.tokens
-    open_paren = _open_paren(toks, close_paren)
-    if open_paren is None or open_paren == 0 or toks[open_paren - 1].kind != "name":
-        return
-    end = matching(toks, brace)
-    declared = declared_params(toks[open_paren + 1 : close_paren])
-    params = frozenset(name for name, _t in declared if name)
-    start = open_paren - 1
-    while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[open_paren].line - 8:
-        start -= 1
-    decl = toks[start:open_paren]
-    tparams: list[str] = []
-    if decl and decl[0].text == "template":
-        depth = 0
-        for k, x in enumerate(decl):
-            if x.text == "<":
-                depth += 1
-            elif x.text == ">":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
-                tparams.append(x.text)
-    name = toks[open_paren - 1]
-    src.functions.append(Function(brace, end, params, name.text, tuple(tparams), declared))
-    if "__global__" not in {x.text for x in decl}:
-        return
-    ns = tuple(kind_name for kind, kind_name in scopes if kind == "namespace")
-    src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line,
-                                 declared))  # fmt: skip
-
-
-def _enum(src: CudaSource, brace: int) -> None:
-    toks = src.tokens
-    end = matching(toks, brace)
-    value = -1
-    for item in split_args(toks[brace + 1 : end]):
-        if not item or item[0].kind != "name":
-            continue
-        if len(item) >= 3 and item[1].text == "=":
-            v = Evaluator(lambda n: None).value(item[2:])
-            value = v if isinstance(v, int) else None  # type: ignore[assignment]
-        elif value is not None:
-            value += 1
-        if value is not None:
-            src.globals_.setdefault(item[0].text, []).append((brace, [Token("num", str(value), item[0].line)]))
-
-
-def _global_decl(src: CudaSource, i: int) -> None:
-    """``constexpr int NAME = expr;`` / ``const int NAME{expr};`` at namespace scope."""
-    toks = src.tokens
-    end = statement_end(toks, i)
-    j = i
-    while j < end and toks[j].text in _DECL_WORDS:
-        j += 1
-    if j < end and toks[j].kind == "name" and j + 1 < end and toks[j + 1].text in ("=", "{"):
-        init = toks[j + 2 : end] if toks[j + 1].text == "=" else toks[j + 2 : matching(toks, j + 1)]
-        src.globals_.setdefault(toks[j].text, []).append((j, list(init)))
-
-
-def _launches(src: CudaSource) -> None:
-    toks = src.tokens
-    def func_at(i: int) -> Function | None:
-        return _innermost(src.functions, i)
-
-    for i, t in enumerate(toks):
-        if t.text == "<<<":
-            close = matching(toks, i)
-            args = split_args(toks[i + 1 : close])
-            named = _launched_name(toks, i)
-            if named is None or len(args) < 2:
-                continue
-            first = _statement_start(toks, i, -1)
-            text = _text(toks[first : close + 1], src.text)
-            call = split_args(toks[close + 2 : matching(toks, close + 1)]) if close + 1 < len(toks) and \
-                toks[close + 1].text == "(" else None  # fmt: skip
-            func = func_at(i)
-            for parts, targs in _pointer_targets(src, func, named) or [named]:
-                src.launches.append(Launch(parts, targs, args[1], i, t.line, func, text, call, args[0]))
-        elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
-            close = matching(toks, i + 1)
-            args = split_args(toks[i + 2 : close])
-            if len(args) < 3:
-                continue
-            named = _kernel_expr(args[0])
-            if named is None:
-                continue
-            parts, targs = named
-            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text),
-                                       grid=args[1]))  # fmt: skip
-
-
-def _pointer_targets(src: CudaSource, func: Function | None,
-                     named: tuple[tuple[str, ...], list[list[Token]] | None]) -> list:  # fmt: skip
-    """The kernels a launch through a function pointer may launch: NVIDIA's
-    transpose sample sets ``void (*kernel)(float *, float *, int, int)`` to
-    one kernel after another (``kernel = &transposeNaive;``) and launches
-    ``kernel<<<grid, threads>>>``. Every kernel the launching function
-    assigns to the variable (or initialises it with) is taken as launched
-    there; none: the name is not such a variable (an empty list)."""
-    parts, targs = named
-    if func is None or len(parts) != 1 or targs:
-        return []
-    kernels = {kd.name for kd in src.kernels}
-    if parts[0] in kernels:
-        return []
-    toks = src.tokens
-    out = []
-    for j in range(func.start + 1, func.end):
-        if toks[j].text != parts[0] or toks[j].kind != "name":
-            continue
-        k = j + 1
-        if toks[j - 1].text == "*" and toks[k].text == ")" and k + 1 < func.end and toks[k + 1].text == "(":
-            k = matching(toks, k + 1) + 1  # `void (*kernel)(float *, int) = &k;`: past the parameter types
-        if k >= func.end or toks[k].text != "=":
-            continue
-        end = statement_end(toks, k)
-        value = toks[k + 1 : end]
-        while value and value[0].text in ("&", "("):
-            value = value[1:] if value[0].text == "&" or matching(value, 0) != len(value) - 1 else value[1:-1]
-        target = _launched_name(value + [Token("op", "<<<", toks[j].line)], len(value)) if value else None
-        if target is not None and target[0][-1] in kernels and target not in out:
-            out.append(target)
-    return out
-
-
-def _innermost(functions: list[Function], i: int) -> Function | None:
-    """The function whose body holds token ``i``."""
-    inner = None
-    for f in sorted(functions, key=lambda f: f.start):
-        if f.start < i < f.end:
-            inner = f
-    return inner
-
-
-def _launched_name(toks: list[Token], i: int) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
-    """``ns::kernel<args>`` right before the ``<<<`` at ``i``."""
-    j = i - 1
-    targs = None
-    if j >= 0 and toks[j].text in (">", ">>"):
-        depth = 0
-        k = j
-        while k >= 0:
-            if toks[k].text == ">":
-                depth += 1
-            elif toks[k].text == ">>":
-                depth += 2
-            elif toks[k].text == "<":
-                depth -= 1
-                if depth == 0:
-                    break
-            k -= 1
-        if k < 0:
-            return None
-        targs = split_args(toks[k + 1 : j])
-        j = k - 1
-    if j < 0 or toks[j].kind != "name":
-        return None
-    parts = [toks[j].text]
-    while j >= 2 and toks[j - 1].text == "::" and toks[j - 2].kind == "name":
-        parts.insert(0, toks[j - 2].text)
-        j -= 2
-    return tuple(parts), targs
-
-
-def _kernel_expr(arg: list[Token]) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
-    """The kernel named by ``cudaLaunchKernel``'s first argument: ``(void*)k``,
-    ``(const void*)&k<32>``, ``reinterpret_cast<void*>(k)``, ``k``."""
-    toks = list(arg)
-    while toks:
-        if toks[0].text == "(" and (close := matching(toks, 0)) < len(toks) - 1:
-            inner = {x.text for x in toks[1:close]}
-            if inner <= {"void", "const", "*"}:
-                toks = toks[close + 1 :]
-                continue
-        if toks[0].text in ("reinterpret_cast", "static_cast") and len(toks) > 1 and toks[1].text == "<":
-            k = next((m for m in range(len(toks)) if toks[m].text == ">"), None)
-            if k is None or k + 1 >= len(toks) or toks[k + 1].text != "(":
-                return None
-            toks = toks[k + 2 : matching(toks, k + 1)]
-            continue
-        if toks[0].text == "&":
-            toks = toks[1:]
-            continue
-        if toks[0].text == "(" and matching(toks, 0) == len(toks) - 1:
-            toks = toks[1:-1]
-            continue
-        break
-    if not toks or toks[-1].kind != "name" and toks[-1].text != ">":
-        return None
-    fake = toks + [Token("op", "<<<", toks[-1].line)]
-    return _launched_name(fake, len(fake) - 1)
 
 
 def _matches(src: CudaSource, launch: Launch, entry: Entry, binding: dict[str, int] | None = None) -> bool:

@@ -39,7 +39,8 @@ from tolk_lint.launch.c_types import IntType, int_type
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tolk_lint.launch.cuda_source import CudaSource, Function
+    from tolk_lint.launch.cuda_source import CudaSource
+    from tolk_lint.launch.cuda_structure import Function
 
 MAX_STEPS = 20_000  # per run of a condition, helpers included
 MAX_CALL_DEPTH = 16
