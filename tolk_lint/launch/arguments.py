@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from tolk_lint.launch import host_eval
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
+from tolk_lint.launch.cuda_structure import passed_by_reference
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource
@@ -93,19 +94,6 @@ class ArgFact:
         if self.values is not None:
             out["values"] = list(self.values)
         return out
-
-
-def declared_params(toks: list[Token]) -> tuple[tuple[str, IntType | None], ...]:
-    """A parameter list's names and integer types (None: not an integer)."""
-    out = []
-    for a in split_args(toks):
-        if "=" in [t.text for t in a]:  # a default argument
-            a = a[: [t.text for t in a].index("=")]
-        if not a or a[-1].kind != "name":
-            out.append(("", None))
-            continue
-        out.append((a[-1].text, int_type([t.text for t in a[:-1]])))
-    return tuple(out)
 
 
 def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None,
@@ -225,14 +213,15 @@ def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:
 
 def _assigned(src: CudaSource, func: Function, name: str, index: int) -> bool:
     """Whether the launching function assigns ``name`` anywhere but at its
-    declaration, or takes its address (``cudaMemcpy(&n, ...)``)."""
+    declaration, takes its address (``cudaMemcpy(&n, ...)``) or passes it to
+    a reference (``factorRadix2(log2L, n)``)."""
     toks = src.tokens
     for j in range(func.start + 1, func.end):
         t = toks[j]
         if t.text != name or t.kind != "name":
             continue
         prev, nxt = toks[j - 1].text, toks[j + 1].text if j + 1 < len(toks) else ""
-        if prev in ("++", "--", "&") or nxt in ("++", "--"):
+        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
             return True
         if nxt in _ASSIGN and nxt not in ("++", "--"):
             declared = toks[j - 1].kind == "name" and prev not in ("return", "case")

@@ -40,6 +40,7 @@ from tolk_lint.launch.cuda_structure import (
     KernelDef,
     Launch,
     innermost,
+    passed_by_reference,
     read_structure,
     source_text,
     statement_start,
@@ -345,13 +346,13 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
     `CudaSource._local` reads (a declaration, ``name = ...`` before token
     ``index``, ``name.x = ...`` before it): ``name`` assigned after the
     launch (a loop brings it back), a compound assignment, an increment, its
-    address taken, or a member changed so."""
+    address taken, it passed to a reference, or a member changed so."""
     toks = src.tokens
     for j in range(func.start + 1, func.end):
         if toks[j].text != name or toks[j].kind != "name" or toks[j - 1].text in (".", "->", "::"):
             continue
         prev, nxt = toks[j - 1].text, toks[j + 1].text
-        if prev in ("++", "--", "&") or nxt in ("++", "--"):
+        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
             return True
         k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
         op = toks[k].text

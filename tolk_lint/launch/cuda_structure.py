@@ -17,12 +17,11 @@ only finds them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tolk_lint.launch.arguments import declared_params
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, statement_end
-from tolk_lint.launch.c_types import IntType
+from tolk_lint.launch.c_types import IntType, int_type
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource
@@ -40,7 +39,7 @@ class KernelDef:
     template_params: tuple[str, ...]
     line: int  # where its declaration starts (its `template` line, if any)
     name_line: int = 0  # the line of its name
-    params: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types (`arguments.declared_params`)
+    params: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types (`declared_params`)
 
     @property
     def name(self) -> str:
@@ -58,6 +57,7 @@ class Function:
     name: str = ""
     template_params: tuple[str, ...] = ()
     param_list: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types, in order
+    references: dict[str, tuple[IntType, bool]] = field(default_factory=dict)  # `T &x`: x -> (T, const)
 
 
 @dataclass
@@ -155,12 +155,75 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
             elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
                 tparams.append(x.text)
     name = toks[open_paren - 1]
-    src.functions.append(Function(brace, end, params, name.text, tuple(tparams), declared))
+    references = _references(toks[open_paren + 1 : close_paren])
+    src.functions.append(Function(brace, end, params, name.text, tuple(tparams), declared, references))
     if "__global__" not in {x.text for x in decl}:
         return
     ns = tuple(kind_name for kind, kind_name in scopes if kind == "namespace")
     src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line,
                                  declared))  # fmt: skip
+
+
+def declared_params(toks: list[Token]) -> tuple[tuple[str, IntType | None], ...]:
+    """A parameter list's names and integer types (None: not an integer)."""
+    out = []
+    for a in split_args(toks):
+        if "=" in [t.text for t in a]:  # a default argument
+            a = a[: [t.text for t in a].index("=")]
+        if not a or a[-1].kind != "name":
+            out.append(("", None))
+            continue
+        out.append((a[-1].text, int_type([t.text for t in a[:-1]])))
+    return tuple(out)
+
+
+def _references(toks: list[Token]) -> dict[str, tuple[IntType, bool]]:
+    """The parameters declared as references to an integer (``uint &log2L``,
+    ``const int &n``): name -> (the integer type, whether it is ``const``).
+    NVIDIA's scan returns the exponent of a length through one."""
+    out = {}
+    for a in split_args(toks):
+        words = [t.text for t in a]
+        if "&" not in words or "=" in words or not a or a[-1].kind != "name":
+            continue
+        t = int_type([w for w in words[:-1] if w != "&"])
+        if t is not None and words.count("&") == 1:
+            out[a[-1].text] = (t, "const" in words)
+    return out
+
+
+def passed_by_reference(src: CudaSource, j: int) -> bool:
+    """Whether the name at token ``j`` is a whole argument of a call that may
+    change it through a reference: a parameter of one of the file's
+    functions of that name declared ``T &`` (not ``const``), or
+    ``std::swap``. The host readers count such a call as an assignment."""
+    toks = src.tokens
+    if j < 2 or j + 1 >= len(toks) or toks[j - 1].text not in ("(", ",") or toks[j + 1].text not in (")", ","):
+        return False
+    depth, position = 0, 0
+    for k in range(j - 1, -1, -1):
+        t = toks[k].text
+        if t in (")", "]", "}"):
+            depth += 1
+        elif t in ("(", "[", "{"):
+            if depth == 0:
+                if t != "(" or k == 0 or toks[k - 1].kind != "name":
+                    return False
+                callee = toks[k - 1].text
+                if callee == "swap":
+                    return True
+                for f in src.functions:
+                    names = [n for n, _t in f.param_list]
+                    if f.name == callee and position < len(names) and names[position] in f.references:
+                        if not f.references[names[position]][1]:
+                            return True
+                return False
+            depth -= 1
+        elif t == "," and depth == 0:
+            position += 1
+        elif t in (";",) and depth == 0:
+            return False
+    return False
 
 
 def _enum(src: CudaSource, brace: int) -> None:
