@@ -108,3 +108,42 @@ def test_the_grid_reaches_the_kernel_and_the_ir_dump():
     (k,) = [k for k in module.kernels if k.name == "k"]
     assert k.launch.grid == ((1, 1), (1, 1), (1, 1))
     assert "launch grid=(1,1,1) block=(64,1,1)" in dump_kernel(k)
+
+
+BLOCKS_CHANGED = """
+__global__ void k(float *x, int n) { }
+void conditional_member(float *x, int n) {
+    dim3 threads(256);
+    if (n < 256)
+        threads.x = 128;
+    k<<<1, threads>>>(x, n);
+}
+void doubled(float *x) {
+    int blockSize = 64;
+    blockSize *= 2;
+    k<<<1, blockSize>>>(x, 0);
+}
+void conditional_declaration(float *x, int n) {
+    int t = 512;
+    if (n > 4) { t = 32; }
+    k<<<1, t>>>(x, n);
+}
+void unconditional(float *x, int n) {
+    dim3 threads(16);
+    threads.y = 16;
+    if (n > 0) {
+        k<<<1, threads>>>(x, n);
+    }
+}
+"""
+
+
+def test_a_block_whose_variables_change_otherwise_is_not_read():
+    # the block follows the grid's rule: a conditional `threads.x = 128` is
+    # not the only block (nor is the declaration's 256), `blockSize *= 2`
+    # is not the declaration's 64; an unconditional member assignment is read
+    src = scan(BLOCKS_CHANGED, "/src/h.cu")
+    shapes = src.shapes_for(read_entry("_Z1kPfi"), 2)
+    assert sorted(s.block for s in shapes if s.block is not None) == [(16, 16, 1)]
+    unread = [s.source for s in shapes if s.block is None]
+    assert len(unread) == 3 and any("threads>>>" in u for u in unread) and any("blockSize" in u for u in unread)

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from tolk_lint.launch import host_eval
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
-from tolk_lint.launch.cuda_structure import passed_by_reference
+from tolk_lint.launch.cuda_structure import passed_by_reference, scope_holds
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource
@@ -276,7 +276,7 @@ def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[li
     out: list[tuple[list[Token], bool, int]] = []
     for j in range(func.start + 1, index):
         t = toks[j].text
-        if t == "assert" and toks[j + 1].text == "(" and _scope_holds(toks, j, index, func.start):
+        if t == "assert" and toks[j + 1].text == "(" and scope_holds(toks, j, index, func.start):
             close = matching(toks, j + 1)
             if close < index:
                 out.append((toks[j + 2 : close], True, j))
@@ -296,7 +296,7 @@ def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[li
             other_end = matching(toks, other) if toks[other].text == "{" else statement_end(toks, other)
             if other <= index <= other_end:
                 out.append((cond, False, j))
-        elif end < index and _exits(toks, body, end) and _scope_holds(toks, j, index, func.start):
+        elif end < index and _exits(toks, body, end) and scope_holds(toks, j, index, func.start):
             out.append((cond, False, j))
     return out
 
@@ -491,18 +491,3 @@ def _exits(toks: list[Token], body: int, end: int) -> bool:
             k -= 1
         return toks[k + 1].text in ("return", "exit", "abort", "throw")
     return toks[body].text in ("return", "exit", "abort", "throw")
-
-
-def _scope_holds(toks: list[Token], j: int, index: int, start: int) -> bool:
-    """Whether the innermost braces around token ``j`` also hold ``index``
-    (the statement at ``j`` runs before the launch on every path to it)."""
-    depth = 0
-    for k in range(j - 1, start - 1, -1):
-        t = toks[k].text
-        if t == "}":
-            depth += 1
-        elif t == "{":
-            if depth == 0:
-                return matching(toks, k) > index
-            depth -= 1
-    return False

@@ -36,6 +36,7 @@ from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_arg
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.cuda_structure import (
     DECL_WORDS,
+    binds_on_every_path,
     Function,
     KernelDef,
     Launch,
@@ -146,9 +147,13 @@ class CudaSource:
 
     def block_of(self, launch: Launch, binding: dict[str, int] | None = None) -> tuple[tuple[int, int, int], str] | None:
         """The launch's block and, in words, where it is written (``binding``:
-        its function's template arguments)."""
+        its function's template arguments). As for the grid, no variable it
+        is computed from may be changed other than by the bindings read
+        (`_changed`): ``blockSize *= 2`` before the launch, or a ``threads.x
+        = 128`` under an ``if``, leaves the block unread (never one wrong
+        block)."""
         where = [f"the launch `{launch.text}` at {self.label}:{launch.line}"]
-        name_at = self._resolver(launch.index, launch.func, where, 0, binding)
+        name_at = self._resolver(launch.index, launch.func, where, 0, binding, stable=True)
         v = Evaluator(name_at).value(launch.block)
         if isinstance(v, int):
             v = (v, 1, 1)
@@ -346,7 +351,9 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
     `CudaSource._local` reads (a declaration, ``name = ...`` before token
     ``index``, ``name.x = ...`` before it): ``name`` assigned after the
     launch (a loop brings it back), a compound assignment, an increment, its
-    address taken, it passed to a reference, or a member changed so."""
+    address taken, it passed to a reference, a member changed so, or a
+    binding before the launch that not every path to it runs (``if (n <
+    256) threads.x = 128;``: the launch may have either value)."""
     toks = src.tokens
     for j in range(func.start + 1, func.end):
         if toks[j].text != name or toks[j].kind != "name" or toks[j - 1].text in (".", "->", "::"):
@@ -356,6 +363,9 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
             return True
         k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
         op = toks[k].text
+        declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev != "return" and nxt in ("(", "{"))
+        if j < index and (op in _ASSIGN_OPS or declared) and not binds_on_every_path(toks, j, index, func.start):
+            return True
         if op in ("++", "--") or (op in _ASSIGN_OPS and (op != "=" or j > index)):
             if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
                 return True  # (a declaration `int g = ...` after the launch is another variable's)

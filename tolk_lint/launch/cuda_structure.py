@@ -406,3 +406,33 @@ def source_text(toks: list[Token], source: str) -> str:
         out = " ".join(t.text for t in toks)
     return out if len(out) <= 80 else out[:77] + "..."
 
+
+def scope_holds(toks: list[Token], j: int, index: int, start: int) -> bool:
+    """Whether the innermost braces around token ``j`` also hold ``index``
+    (the statement at ``j`` runs before the launch on every path to it)."""
+    depth = 0
+    for k in range(j - 1, start - 1, -1):
+        t = toks[k].text
+        if t == "}":
+            depth += 1
+        elif t == "{":
+            if depth == 0:
+                return matching(toks, k) > index
+            depth -= 1
+    return False
+
+
+def binds_on_every_path(toks: list[Token], j: int, index: int, start: int) -> bool:
+    """Whether the statement at token ``j`` runs on every path from the
+    function's start (token ``start``) to token ``index`` when it runs at
+    all: its braces hold ``index`` too, and it is not the body of an
+    ``if``/``else``/loop written without braces, nor under a ``case``
+    label, nor a ``for`` header. ``if (n > 256) threads.x = 128;`` does not:
+    a launch after it may have either block."""
+    if not scope_holds(toks, j, index, start):
+        return False
+    s = statement_start(toks, j, start)
+    return not any(toks[k].text in _CONDITIONAL_WORDS for k in range(s, j))
+
+
+_CONDITIONAL_WORDS = frozenset("if else for while do switch case default ? &&".split()) | {"||"}
