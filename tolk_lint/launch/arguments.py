@@ -38,10 +38,12 @@ launch's words name them ("with n = 512").
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tolk_lint.launch import host_eval
+from tolk_lint.launch import host_eval, host_ranges
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
 from tolk_lint.launch.cuda_structure import passed_by_reference, scope_holds
@@ -108,11 +110,18 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
         if ptype is None or not arg:
             continue
         got = _arg_range(src, launch.func, launch.index, arg, binding, 0)
+        values = None
+        if got is None and launch.func is not None:
+            derived = _derived(src, launch.func, launch.index, arg, binding)
+            if derived is None:
+                continue
+            got, values = (derived[0], derived[1]), derived[2]
         if got is None:
             continue
         lo, hi = got
-        values = None
-        if lo == hi:  # a constant converts to the parameter's type as C converts it
+        if values is not None:
+            pass  # the expression's values, each converted as the parameter's (checked below)
+        elif lo == hi:  # a constant converts to the parameter's type as C converts it
             lo = hi = host_eval.wrap(lo, ptype)
         elif len(arg) == 1 and launch.func is not None:
             host = _host_type(src, launch.func, arg[0].text, launch.index)
@@ -123,6 +132,59 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
         if ptype.lo <= lo <= hi <= ptype.hi and (lo, hi) != (ptype.lo, ptype.hi):
             out[i] = ArgFact(i, pname or f"argument {i + 1}", lo, hi, ptype, values)
     return out
+
+
+def _derived(src: CudaSource, func: Function, index: int, arg: list[Token],
+             binding: dict[str, int] | None) -> tuple[int, int, tuple[int, ...] | None] | None:  # fmt: skip
+    """The least and greatest values, and the values when they are few, of
+    an argument that computes with the launching function's variables
+    (``arrayLength / (4 * THREADBLOCK_SIZE)``), from what the code around
+    the launch leaves each variable (`_arg_range`, `_values_of`): run for
+    every combination of their values when there are at most `MAX_SCANNED`
+    (`host_eval`; one that cannot be run gives nothing), else bounded by
+    interval arithmetic (`host_ranges`). None: a variable with no bound."""
+    try:
+        expr = host_eval.parse_expression(arg)
+    except (host_eval.Unknown, IndexError, RecursionError):
+        return None
+    variables: dict[str, tuple[IntType, int, int, tuple[int, ...] | None]] = {}
+    for tok in arg:
+        n = tok.text
+        if tok.kind != "name" or n in variables or n in (binding or {}):
+            continue
+        host = _host_type(src, func, n, index)
+        if host is None:
+            if n in func.params or _declaration(src, func, n, index) is not None:
+                return None  # a variable that is not an integer's
+            continue  # the file's constant (or no value at all: the run says unknown)
+        got = _arg_range(src, func, index, [tok], binding, 0)
+        if got is None:
+            return None
+        variables[n] = (host, got[0], got[1], _values_of(src, func, index, n, host, got[0], got[1]))
+    if not variables:
+        return None  # a constant: `_arg_range` reads it
+    current: dict[str, host_eval.Int] = {}
+    fixed = {n: host_eval.Int(v, host_eval.INT) for n, v in (binding or {}).items()}
+    machine = host_eval.Machine(src, lambda n: current.get(n) or fixed.get(n))
+    choices = [vals if vals is not None else range(lo, hi + 1) for _t, lo, hi, vals in variables.values()]
+    if math.prod(len(c) for c in choices) > MAX_SCANNED:
+        current.update({n: host_eval.Int(lo, t) for n, (t, lo, _hi, _v) in variables.items()})
+        bounds = host_ranges.interval(expr, {n: (lo, hi) for n, (_t, lo, hi, _v) in variables.items()}, machine)
+        return None if bounds is None else (bounds[0], bounds[1], None)
+    results = set()
+    for combo in itertools.product(*choices):
+        current.update({n: host_eval.Int(v, var[0]) for (n, var), v in zip(variables.items(), combo)})
+        try:
+            got = machine.value(expr, None)
+        except (host_eval.Unknown, IndexError, RecursionError):
+            return None  # a value not known: the argument may be anything
+        if not isinstance(got, host_eval.Int) or machine.total > MAX_TOTAL_STEPS:
+            return None
+        machine.total += machine.steps
+        machine.steps = 0
+        results.add(got.v)
+    listed = tuple(sorted(results))
+    return listed[0], listed[-1], listed if 1 < len(listed) <= MAX_VALUES else None
 
 
 def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Token],
