@@ -147,3 +147,26 @@ def test_a_block_whose_variables_change_otherwise_is_not_read():
     assert sorted(s.block for s in shapes if s.block is not None) == [(16, 16, 1)]
     unread = [s.source for s in shapes if s.block is None]
     assert len(unread) == 3 and any("threads>>>" in u for u in unread) and any("blockSize" in u for u in unread)
+
+
+def test_grids_and_blocks_computed_by_the_files_helpers_are_folded():
+    text = """
+__global__ void k(float *x, int n) { }
+static unsigned iDivUp(unsigned a, unsigned b) { return (a % b != 0) ? (a / b + 1) : (a / b); }
+static int blocks_for(int n, int per) { return (n + per - 1) / per; }
+static int side(float f) { return 16; }
+void run(float *x) {
+    const int n = 1000;
+    dim3 threads(min(n, 256));
+    dim3 grid(iDivUp(n, 16), blocks_for(n, 500));
+    k<<<grid, threads>>>(x, n);
+    k<<<iDivUp(n, 128), iDivUp(n, 8)>>>(x, n);
+    k<<<1, side(2.0f)>>>(x, n);
+}
+"""
+    src = scan(text, "/src/h.cu")
+    shapes = src.shapes_for(read_entry("_Z1kPfi"), 2)
+    got = {s.block: s.grid for s in shapes if s.block is not None}
+    assert got[(256, 1, 1)] == ((63, 63), (2, 2), (1, 1))
+    assert got[(125, 1, 1)] == ((8, 8), (1, 1), (1, 1))
+    assert len([s for s in shapes if s.block is None]) == 1  # `side(float)`: not run

@@ -198,7 +198,7 @@ def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Tok
             return None
         return name_at(name)
 
-    v = Evaluator(stable).value(arg)
+    v = src._evaluator(stable).value(arg)
     if isinstance(v, int) and not isinstance(v, bool):
         return v, v
     if len(arg) != 1 or arg[0].kind != "name" or func is None:

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tolk_lint.launch import host_eval
 from tolk_lint.launch.arguments import hull, launch_facts
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
@@ -138,7 +139,7 @@ class CudaSource:
             args = split_args(toks[i + 2 : close])
             binding = {}
             for name, arg in zip(f.template_params, args):
-                v = Evaluator(self._resolver(i, func, [], 1)).value(arg)
+                v = self._evaluator(self._resolver(i, func, [], 1)).value(arg)
                 if isinstance(v, int):
                     binding[name] = v
             if binding and binding not in out:
@@ -154,7 +155,7 @@ class CudaSource:
         block)."""
         where = [f"the launch `{launch.text}` at {self.label}:{launch.line}"]
         name_at = self._resolver(launch.index, launch.func, where, 0, binding, stable=True)
-        v = Evaluator(name_at).value(launch.block)
+        v = self._evaluator(name_at).value(launch.block)
         if isinstance(v, int):
             v = (v, 1, 1)
         if not isinstance(v, tuple) or not valid_block(v):
@@ -173,7 +174,34 @@ class CudaSource:
         if launch.grid is None:
             return None
         name_at = self._resolver(launch.index, launch.func, [], 0, binding, stable=True)
-        return as_grid(Evaluator(name_at).value(launch.grid))
+        return as_grid(self._evaluator(name_at).value(launch.grid))
+
+    def _evaluator(self, name_at) -> Evaluator:
+        """An evaluator of constant expressions whose names ``name_at``
+        values and whose calls of the file's own functions are run
+        (`_fold_call`): ``dim3 grid(iDivUp(n, 16))``."""
+        return Evaluator(name_at, self._fold_call)
+
+    def _fold_call(self, name: str, args: list[int]) -> int | None:
+        """What the file's function ``name`` returns for the integer
+        ``args`` (``iDivUp(1000, 16)`` is 63), run by `host_eval` with C's
+        conversions to its parameters' types; None when there is no one
+        such function, an argument is not a value of its parameter's type,
+        or the run is unknown (a float, a global, too many steps)."""
+        funcs = [f for f in self.functions if f.name == name and len(f.param_list) == len(args)]
+        if len(funcs) != 1:
+            return None
+        exprs = []
+        for (pname, ptype), v in zip(funcs[0].param_list, args):
+            if ptype is None or pname in funcs[0].references or not ptype.lo <= v <= ptype.hi:
+                return None
+            exprs.append(("num", host_eval.Int(v, ptype)))
+        machine = host_eval.Machine(self, lambda _n: None)
+        try:
+            got = machine.value(("call", name, exprs), None)
+        except (host_eval.Unknown, IndexError, RecursionError):
+            return None
+        return got.v if isinstance(got, host_eval.Int) else None
 
     # -- names ----------------------------------------------------------------------------------------
 
@@ -236,7 +264,7 @@ class CudaSource:
             sub = self._resolver(j, func, [], depth + 1,
                                  {n: v for n, v in guards.items() if n in func.params or n in func.template_params},
                                  stable)  # fmt: skip
-            v = Evaluator(sub).value(init)
+            v = self._evaluator(sub).value(init)
             if v is None:
                 return None
             if isinstance(v, int) and prev == "dim3":
@@ -258,7 +286,7 @@ class CudaSource:
                 if member not in ("x", "y", "z") or not isinstance(v, tuple):
                     return None
                 end = statement_end(toks, j)
-                x = Evaluator(self._resolver(j, func, [], depth + 1, stable=stable)).value(toks[j + 4 : end])
+                x = self._evaluator(self._resolver(j, func, [], depth + 1, stable=stable)).value(toks[j + 4 : end])
                 if not isinstance(x, int):
                     return None
                 dims = list(v)
@@ -273,10 +301,10 @@ class CudaSource:
         if decls:
             before = [d for d in decls if d[0] < index] or decls
             j, init = before[-1]
-            return Evaluator(self._resolver(j, None, [], depth + 1)).value(init)
+            return self._evaluator(self._resolver(j, None, [], depth + 1)).value(init)
         d = self.defines.get(name)
         if d:
-            return Evaluator(self._resolver(index, None, [], depth + 1)).value(list(d[-1]))
+            return self._evaluator(self._resolver(index, None, [], depth + 1)).value(list(d[-1]))
         return None
 
     def _guards(self, index: int, func: Function | None) -> dict[str, int]:
@@ -305,7 +333,7 @@ class CudaSource:
                 continue
             for conj in split_top(toks[j + 2 : close], "&&"):
                 if len(conj) >= 3 and conj[1].text == "==" and conj[0].kind == "name":
-                    v = Evaluator(self._resolver(j, None, [], 1)).value(conj[2:])
+                    v = self._evaluator(self._resolver(j, None, [], 1)).value(conj[2:])
                     if isinstance(v, int):
                         out[conj[0].text] = v
         return out
@@ -342,7 +370,7 @@ class CudaSource:
         colon = next((k for k in range(label + 1, index) if toks[k].text == ":"), None)
         if colon is None:
             return None
-        v = Evaluator(self._resolver(label, None, [], 1)).value(toks[label + 1 : colon])
+        v = self._evaluator(self._resolver(label, None, [], 1)).value(toks[label + 1 : colon])
         return (cond[0].text, v) if isinstance(v, int) else None
 
 
@@ -519,7 +547,7 @@ def _matches(src: CudaSource, launch: Launch, entry: Entry, binding: dict[str, i
         if mangled is UNKNOWN_ARG or not written:
             continue
         if isinstance(mangled, (bool, int)):
-            v = Evaluator(resolve).value(written)
+            v = src._evaluator(resolve).value(written)
             if isinstance(v, int) and int(v) != int(mangled):
                 return False
         elif isinstance(mangled, str):
