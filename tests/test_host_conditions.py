@@ -63,6 +63,63 @@ uint sort(uint *d, uint batch, uint arrayLength) {
     assert listed(host)["n"] == POW2_TO_1024[1:]
 
 
+FACTOR_RADIX2_REF = """
+static uint factorRadix2(uint &log2L, uint L) {
+  if (!L) {
+    log2L = 0;
+    return 0;
+  } else {
+    for (log2L = 0; (L & 1) == 0; L >>= 1, log2L++)
+      ;
+    return L;
+  }
+}
+"""
+
+
+def test_nvidia_scan_factor_radix2_through_a_reference():
+    # scan.cu's form of the same check: the exponent comes back through `uint &`
+    host = FACTOR_RADIX2_REF + """
+size_t scanShort(uint *d, uint arrayLength) {
+  uint log2L;
+  uint factorizationRemainder = factorRadix2(log2L, arrayLength);
+  assert(factorizationRemainder == 1);
+  assert((arrayLength >= 4) && (arrayLength <= 1024));
+  k<<<1, 256>>>(d, arrayLength, 1);
+  return 256;
+}
+"""
+    assert listed(host)["n"] == POW2_TO_1024[2:]
+
+
+@pytest.mark.parametrize(
+    ("helper", "call", "expected"),
+    [
+        # the callee's store reaches the caller's variable, read after the call
+        ("void twice(uint &x, uint n) { x = 2 * n; }", "uint m; twice(m, n); assert(m <= 64);", tuple(range(33))),
+        # a `const &` bound to an expression reads a copy of its value
+        ("bool small(const uint &x) { return x < 8; }", "assert(small(n + 1));", tuple(range(7))),
+    ],
+)
+def test_reference_parameters_are_the_callers_variables(helper, call, expected):
+    host = helper + f"\nvoid run(uint *d, uint n) {{ if (n > 1024) return; {call} k<<<1, 256>>>(d, n, 0); }}"
+    assert listed(host)["n"] == expected
+
+
+def test_a_reference_to_a_variable_of_another_type_is_not_run():
+    # `int &` cannot bind an unsigned variable: never guessed, nothing listed
+    host = "void get(int &x, uint n) { x = n; }\n"
+    host += "void run(uint *d, uint n) { if (n > 64) return; uint m; get(m, n); assert(m == 4); k<<<1, 256>>>(d, n, 0); }"
+    assert listed(host)["n"] is None
+
+
+def test_a_local_passed_to_a_reference_is_not_read_as_its_initialiser():
+    # `n = 4` is not what the kernel gets: `twice` changes it
+    host = "void twice(uint &x, uint n) { x = 2 * n; }\n"
+    host += "void run(uint *d) { uint n = 4; twice(n, 3); k<<<1, 256>>>(d, n, 0); }"
+    assert "n" not in listed(host)
+
+
 def test_a_helper_before_an_early_exit_on_a_disjunction():
     host = """
 static bool is_pow2(unsigned x) { return x && !(x & (x - 1)); }

@@ -262,3 +262,43 @@ void run(int threads) {
         "k.cu",
     )
     assert [s.block for s in src.shapes_for(Entry(("k",)), 1)] == [None]
+
+
+def _listed(host: str) -> dict:
+    src = scan("typedef unsigned int uint;\n" + KERNEL + host, "k.cu")
+    (shape,) = [s for s in src.shapes_for(Entry(("k",)), 3) if s.block is not None]
+    return {f.name: (f.lo, f.hi, f.values) for f in shape.arguments}
+
+
+def test_an_argument_computed_from_checked_variables_is_run_per_value():
+    # scan.cu's large path in small: `len` one of 512, ..., 4096 (the check
+    # runs per value), so `len / 256` is one of 2, 4, 8, 16
+    host = """
+static uint odd(uint L) { while (L && (L & 1) == 0) L >>= 1; return L; }
+void large(float *x, uint len) {
+  assert(odd(len) == 1);
+  assert(len >= 512 && len <= 4096);
+  k<<<len / 256, 64>>>(x, 0, len / (4 * 64));
+}
+"""
+    assert _listed(host)["m"] == (2, 16, (2, 4, 8, 16))
+
+
+def test_an_argument_over_wide_ranges_is_bounded_by_intervals():
+    host = "void run(float *x, uint a, uint b) { assert(a >= 2048 && a <= 262144); assert(b >= 1 && b <= 4);"
+    host += " k<<<1, 64>>>(x, 0, a / 1024 + b); }"
+    assert _listed(host)["m"] == (3, 260, None)
+
+
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "a - 4096",  # below zero for a = 2048: wraps as an unsigned
+        "a * a",  # past UINT_MAX
+        "a / q",  # q unbounded
+        "a & 7",  # not an operator bounded here
+    ],
+)
+def test_an_argument_that_may_wrap_or_is_unbounded_gives_nothing(arg):
+    host = f"void run(float *x, uint a, uint q) {{ assert(a >= 2048 && a <= 262144); k<<<1, 64>>>(x, 0, {arg}); }}"
+    assert "m" not in _listed(host)

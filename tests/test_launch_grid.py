@@ -108,3 +108,65 @@ def test_the_grid_reaches_the_kernel_and_the_ir_dump():
     (k,) = [k for k in module.kernels if k.name == "k"]
     assert k.launch.grid == ((1, 1), (1, 1), (1, 1))
     assert "launch grid=(1,1,1) block=(64,1,1)" in dump_kernel(k)
+
+
+BLOCKS_CHANGED = """
+__global__ void k(float *x, int n) { }
+void conditional_member(float *x, int n) {
+    dim3 threads(256);
+    if (n < 256)
+        threads.x = 128;
+    k<<<1, threads>>>(x, n);
+}
+void doubled(float *x) {
+    int blockSize = 64;
+    blockSize *= 2;
+    k<<<1, blockSize>>>(x, 0);
+}
+void conditional_declaration(float *x, int n) {
+    int t = 512;
+    if (n > 4) { t = 32; }
+    k<<<1, t>>>(x, n);
+}
+void unconditional(float *x, int n) {
+    dim3 threads(16);
+    threads.y = 16;
+    if (n > 0) {
+        k<<<1, threads>>>(x, n);
+    }
+}
+"""
+
+
+def test_a_block_whose_variables_change_otherwise_is_not_read():
+    # the block follows the grid's rule: a conditional `threads.x = 128` is
+    # not the only block (nor is the declaration's 256), `blockSize *= 2`
+    # is not the declaration's 64; an unconditional member assignment is read
+    src = scan(BLOCKS_CHANGED, "/src/h.cu")
+    shapes = src.shapes_for(read_entry("_Z1kPfi"), 2)
+    assert sorted(s.block for s in shapes if s.block is not None) == [(16, 16, 1)]
+    unread = [s.source for s in shapes if s.block is None]
+    assert len(unread) == 3 and any("threads>>>" in u for u in unread) and any("blockSize" in u for u in unread)
+
+
+def test_grids_and_blocks_computed_by_the_files_helpers_are_folded():
+    text = """
+__global__ void k(float *x, int n) { }
+static unsigned iDivUp(unsigned a, unsigned b) { return (a % b != 0) ? (a / b + 1) : (a / b); }
+static int blocks_for(int n, int per) { return (n + per - 1) / per; }
+static int side(float f) { return 16; }
+void run(float *x) {
+    const int n = 1000;
+    dim3 threads(min(n, 256));
+    dim3 grid(iDivUp(n, 16), blocks_for(n, 500));
+    k<<<grid, threads>>>(x, n);
+    k<<<iDivUp(n, 128), iDivUp(n, 8)>>>(x, n);
+    k<<<1, side(2.0f)>>>(x, n);
+}
+"""
+    src = scan(text, "/src/h.cu")
+    shapes = src.shapes_for(read_entry("_Z1kPfi"), 2)
+    got = {s.block: s.grid for s in shapes if s.block is not None}
+    assert got[(256, 1, 1)] == ((63, 63), (2, 2), (1, 1))
+    assert got[(125, 1, 1)] == ((8, 8), (1, 1), (1, 1))
+    assert len([s for s in shapes if s.block is None]) == 1  # `side(float)`: not run

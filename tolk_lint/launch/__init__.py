@@ -11,7 +11,9 @@ configuration (``[tool.tolk-lint.launch]``), or the code itself:
   source its ``.file`` names (``<<<grid, block>>>``, ``dim3`` variables,
   ``#define`` / ``constexpr`` / template-argument constants,
   ``cudaLaunchKernel``), the PTX entries matched by name (`mangled` reads
-  C++ names);
+  C++ names); `cuda_structure` finds a source's kernels, functions and
+  launches, `cuda_source` values them, `arguments` and `host_eval` read
+  what the host's checks say of a launch's arguments;
 - `comments`: a ``tolk: launch block=(X,Y,Z)`` comment in the Python file,
   the ``.ptx`` or the ``.cu``;
 - `triton`: Triton's PTX, whose ``.maxntid`` is the exact block.

@@ -38,15 +38,19 @@ launch's words name them ("with n = 512").
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tolk_lint.launch import host_eval
+from tolk_lint.launch import host_eval, host_ranges
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
+from tolk_lint.launch.cuda_structure import passed_by_reference, scope_holds
 
 if TYPE_CHECKING:
-    from tolk_lint.launch.cuda_source import CudaSource, Function, Launch
+    from tolk_lint.launch.cuda_source import CudaSource
+    from tolk_lint.launch.cuda_structure import Function, Launch
 
 _ASSIGN = frozenset("= += -= *= /= %= &= |= ^= <<= >>= ++ --".split())
 _COMPARE = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
@@ -94,19 +98,6 @@ class ArgFact:
         return out
 
 
-def declared_params(toks: list[Token]) -> tuple[tuple[str, IntType | None], ...]:
-    """A parameter list's names and integer types (None: not an integer)."""
-    out = []
-    for a in split_args(toks):
-        if "=" in [t.text for t in a]:  # a default argument
-            a = a[: [t.text for t in a].index("=")]
-        if not a or a[-1].kind != "name":
-            out.append(("", None))
-            continue
-        out.append((a[-1].text, int_type([t.text for t in a[:-1]])))
-    return tuple(out)
-
-
 def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None,
                  params: tuple[tuple[str, IntType | None], ...]) -> dict[int, ArgFact]:  # fmt: skip
     """What the launch fixes of each integer parameter of the kernel it
@@ -119,11 +110,18 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
         if ptype is None or not arg:
             continue
         got = _arg_range(src, launch.func, launch.index, arg, binding, 0)
+        values = None
+        if got is None and launch.func is not None:
+            derived = _derived(src, launch.func, launch.index, arg, binding)
+            if derived is None:
+                continue
+            got, values = (derived[0], derived[1]), derived[2]
         if got is None:
             continue
         lo, hi = got
-        values = None
-        if lo == hi:  # a constant converts to the parameter's type as C converts it
+        if values is not None:
+            pass  # the expression's values, each converted as the parameter's (checked below)
+        elif lo == hi:  # a constant converts to the parameter's type as C converts it
             lo = hi = host_eval.wrap(lo, ptype)
         elif len(arg) == 1 and launch.func is not None:
             host = _host_type(src, launch.func, arg[0].text, launch.index)
@@ -134,6 +132,59 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
         if ptype.lo <= lo <= hi <= ptype.hi and (lo, hi) != (ptype.lo, ptype.hi):
             out[i] = ArgFact(i, pname or f"argument {i + 1}", lo, hi, ptype, values)
     return out
+
+
+def _derived(src: CudaSource, func: Function, index: int, arg: list[Token],
+             binding: dict[str, int] | None) -> tuple[int, int, tuple[int, ...] | None] | None:  # fmt: skip
+    """The least and greatest values, and the values when they are few, of
+    an argument that computes with the launching function's variables
+    (``arrayLength / (4 * THREADBLOCK_SIZE)``), from what the code around
+    the launch leaves each variable (`_arg_range`, `_values_of`): run for
+    every combination of their values when there are at most `MAX_SCANNED`
+    (`host_eval`; one that cannot be run gives nothing), else bounded by
+    interval arithmetic (`host_ranges`). None: a variable with no bound."""
+    try:
+        expr = host_eval.parse_expression(arg)
+    except (host_eval.Unknown, IndexError, RecursionError):
+        return None
+    variables: dict[str, tuple[IntType, int, int, tuple[int, ...] | None]] = {}
+    for tok in arg:
+        n = tok.text
+        if tok.kind != "name" or n in variables or n in (binding or {}):
+            continue
+        host = _host_type(src, func, n, index)
+        if host is None:
+            if n in func.params or _declaration(src, func, n, index) is not None:
+                return None  # a variable that is not an integer's
+            continue  # the file's constant (or no value at all: the run says unknown)
+        got = _arg_range(src, func, index, [tok], binding, 0)
+        if got is None:
+            return None
+        variables[n] = (host, got[0], got[1], _values_of(src, func, index, n, host, got[0], got[1]))
+    if not variables:
+        return None  # a constant: `_arg_range` reads it
+    current: dict[str, host_eval.Int] = {}
+    fixed = {n: host_eval.Int(v, host_eval.INT) for n, v in (binding or {}).items()}
+    machine = host_eval.Machine(src, lambda n: current.get(n) or fixed.get(n))
+    choices = [vals if vals is not None else range(lo, hi + 1) for _t, lo, hi, vals in variables.values()]
+    if math.prod(len(c) for c in choices) > MAX_SCANNED:
+        current.update({n: host_eval.Int(lo, t) for n, (t, lo, _hi, _v) in variables.items()})
+        bounds = host_ranges.interval(expr, {n: (lo, hi) for n, (_t, lo, hi, _v) in variables.items()}, machine)
+        return None if bounds is None else (bounds[0], bounds[1], None)
+    results = set()
+    for combo in itertools.product(*choices):
+        current.update({n: host_eval.Int(v, var[0]) for (n, var), v in zip(variables.items(), combo)})
+        try:
+            got = machine.value(expr, None)
+        except (host_eval.Unknown, IndexError, RecursionError):
+            return None  # a value not known: the argument may be anything
+        if not isinstance(got, host_eval.Int) or machine.total > MAX_TOTAL_STEPS:
+            return None
+        machine.total += machine.steps
+        machine.steps = 0
+        results.add(got.v)
+    listed = tuple(sorted(results))
+    return listed[0], listed[-1], listed if 1 < len(listed) <= MAX_VALUES else None
 
 
 def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Token],
@@ -147,7 +198,7 @@ def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Tok
             return None
         return name_at(name)
 
-    v = Evaluator(stable).value(arg)
+    v = src._evaluator(stable).value(arg)
     if isinstance(v, int) and not isinstance(v, bool):
         return v, v
     if len(arg) != 1 or arg[0].kind != "name" or func is None:
@@ -224,14 +275,15 @@ def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:
 
 def _assigned(src: CudaSource, func: Function, name: str, index: int) -> bool:
     """Whether the launching function assigns ``name`` anywhere but at its
-    declaration, or takes its address (``cudaMemcpy(&n, ...)``)."""
+    declaration, takes its address (``cudaMemcpy(&n, ...)``) or passes it to
+    a reference (``factorRadix2(log2L, n)``)."""
     toks = src.tokens
     for j in range(func.start + 1, func.end):
         t = toks[j]
         if t.text != name or t.kind != "name":
             continue
         prev, nxt = toks[j - 1].text, toks[j + 1].text if j + 1 < len(toks) else ""
-        if prev in ("++", "--", "&") or nxt in ("++", "--"):
+        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
             return True
         if nxt in _ASSIGN and nxt not in ("++", "--"):
             declared = toks[j - 1].kind == "name" and prev not in ("return", "case")
@@ -286,7 +338,7 @@ def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[li
     out: list[tuple[list[Token], bool, int]] = []
     for j in range(func.start + 1, index):
         t = toks[j].text
-        if t == "assert" and toks[j + 1].text == "(" and _scope_holds(toks, j, index, func.start):
+        if t == "assert" and toks[j + 1].text == "(" and scope_holds(toks, j, index, func.start):
             close = matching(toks, j + 1)
             if close < index:
                 out.append((toks[j + 2 : close], True, j))
@@ -306,7 +358,7 @@ def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[li
             other_end = matching(toks, other) if toks[other].text == "{" else statement_end(toks, other)
             if other <= index <= other_end:
                 out.append((cond, False, j))
-        elif end < index and _exits(toks, body, end) and _scope_holds(toks, j, index, func.start):
+        elif end < index and _exits(toks, body, end) and scope_holds(toks, j, index, func.start):
             out.append((cond, False, j))
     return out
 
@@ -501,18 +553,3 @@ def _exits(toks: list[Token], body: int, end: int) -> bool:
             k -= 1
         return toks[k + 1].text in ("return", "exit", "abort", "throw")
     return toks[body].text in ("return", "exit", "abort", "throw")
-
-
-def _scope_holds(toks: list[Token], j: int, index: int, start: int) -> bool:
-    """Whether the innermost braces around token ``j`` also hold ``index``
-    (the statement at ``j`` runs before the launch on every path to it)."""
-    depth = 0
-    for k in range(j - 1, start - 1, -1):
-        t = toks[k].text
-        if t == "}":
-            depth += 1
-        elif t == "{":
-            if depth == 0:
-                return matching(toks, k) > index
-            depth -= 1
-    return False

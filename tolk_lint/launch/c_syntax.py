@@ -200,8 +200,9 @@ class Evaluator:
     name's value (an int, a tuple for a ``dim3``, or None). ``dim3(...)``
     and ``dim3{...}`` give 3-tuples; ``v.x`` reads one of them."""
 
-    def __init__(self, name: Callable[[str], Any]):
+    def __init__(self, name: Callable[[str], Any], call: Callable[[str, list[int]], Any] | None = None):
         self.name = name
+        self.call = call  # a call of a function the file defines, folded (`cuda_source`): None if unknown
         self.toks: list[Token] = []
         self.i = 0
         self.depth = 0
@@ -326,6 +327,11 @@ class Evaluator:
             return min(args) if name == "min" else max(args)
         if name in ("true", "false"):
             return int(name == "true")
+        if self.call is not None and self._peek() == "(":
+            v = self.call(name, [_int(a) for a in self._call_args()])
+            if v is None:
+                raise _Unknown
+            return v
         v = self.name(name)
         if v is None:
             raise _Unknown
@@ -349,7 +355,7 @@ class Evaluator:
         self._take(closing)
         out = []
         for arg in split_args(inner):
-            v = Evaluator(self.name)
+            v = Evaluator(self.name, self.call)
             v.depth = self.depth
             got = v.value(arg)
             if got is None:

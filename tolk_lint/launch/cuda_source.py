@@ -1,16 +1,15 @@
 """The launches in a CUDA source, read back for the PTX compiled from it.
 
 A PTX file's ``.file`` table names the CUDA sources it came from (nvcc
-``-lineinfo``); when one is readable, its host code is read for the
-launches of each kernel (`c_syntax` is the lexer and the constant
-evaluator, `mangled` reads the C++ names of the PTX entries):
-
-- ``kernel<<<grid, block[, shmem[, stream]]>>>(...)``, with ``ns::`` and
-  template arguments (``MatrixMulCUDA<32><<<grid, threads>>>``, matched to
-  the entry ``_Z13MatrixMulCUDAILi32EE...``; a launch without template
-  arguments matches every instantiation, as C++ deduces them);
-- ``cudaLaunchKernel`` / ``cudaLaunchCooperativeKernel`` with the kernel
-  (cast to ``void*``, or ``&kernel``), the grid and the block.
+``-lineinfo``); when one is readable, it is read (`read_source`: the file
+and the constants of the headers it includes), its kernels, functions and
+launches found (`cuda_structure`: ``kernel<<<grid, block>>>(...)``,
+``cudaLaunchKernel``; `c_syntax` is the lexer and the constant evaluator),
+and each launch matched to the PTX entries it launches (`mangled` reads
+their C++ names: ``MatrixMulCUDA<32><<<grid, threads>>>`` launches
+``_Z13MatrixMulCUDAILi32EE...``; a launch without template arguments
+matches every instantiation, as C++ deduces them). This module values what
+a launch writes:
 
 The block is a constant expression: a number, ``dim3(16, 16)``, or a
 variable of the launching function (``dim3 threads(BLOCK, BLOCK);``, ``int
@@ -32,59 +31,27 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tolk_lint.launch.arguments import declared_params, hull, launch_facts
-from tolk_lint.launch.c_types import IntType
+from tolk_lint.launch import host_eval
+from tolk_lint.launch.arguments import hull, launch_facts
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
+from tolk_lint.launch.cuda_structure import (
+    DECL_WORDS,
+    binds_on_every_path,
+    Function,
+    KernelDef,
+    Launch,
+    innermost,
+    passed_by_reference,
+    read_structure,
+    source_text,
+    statement_start,
+)
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
 from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
-_DECL_WORDS = frozenset(
-    "dim3 int unsigned signed long short size_t auto const constexpr static uint32_t int32_t uint64_t int64_t "
-    "uint".split()
-)
-_LAUNCH_APIS = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel")
 _MAX_DEPTH = 12
-
-
-@dataclass
-class KernelDef:
-    parts: tuple[str, ...]  # namespaces and the name
-    template_params: tuple[str, ...]
-    line: int  # where its declaration starts (its `template` line, if any)
-    name_line: int = 0  # the line of its name
-    params: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types (`arguments.declared_params`)
-
-    @property
-    def name(self) -> str:
-        return self.parts[-1]
-
-
-@dataclass
-class Function:
-    """A function body: token indices of its braces, its parameters, its
-    name and the template parameters it is declared with."""
-
-    start: int
-    end: int
-    params: frozenset[str]
-    name: str = ""
-    template_params: tuple[str, ...] = ()
-    param_list: tuple[tuple[str, IntType | None], ...] = ()  # names and integer types, in order
-
-
-@dataclass
-class Launch:
-    parts: tuple[str, ...]  # as written: `ns::kernel` is ("ns", "kernel")
-    targs: list[list[Token]] | None  # the explicit template arguments
-    block: list[Token]
-    index: int  # token index of the launch
-    line: int
-    func: Function | None
-    text: str = ""  # the launch as written, shortened
-    args: list[list[Token]] | None = None  # the kernel's arguments (None: not read)
-    grid: list[Token] | None = None  # the grid expression
 
 
 @dataclass
@@ -168,11 +135,11 @@ class CudaSource:
             close = next((j for j in range(i + 2, min(len(toks), i + 64)) if toks[j].text == ">"), None)
             if close is None or close + 1 >= len(toks) or toks[close + 1].text != "(":
                 continue
-            func = _innermost(self.functions, i)
+            func = innermost(self.functions, i)
             args = split_args(toks[i + 2 : close])
             binding = {}
             for name, arg in zip(f.template_params, args):
-                v = Evaluator(self._resolver(i, func, [], 1)).value(arg)
+                v = self._evaluator(self._resolver(i, func, [], 1)).value(arg)
                 if isinstance(v, int):
                     binding[name] = v
             if binding and binding not in out:
@@ -181,10 +148,14 @@ class CudaSource:
 
     def block_of(self, launch: Launch, binding: dict[str, int] | None = None) -> tuple[tuple[int, int, int], str] | None:
         """The launch's block and, in words, where it is written (``binding``:
-        its function's template arguments)."""
+        its function's template arguments). As for the grid, no variable it
+        is computed from may be changed other than by the bindings read
+        (`_changed`): ``blockSize *= 2`` before the launch, or a ``threads.x
+        = 128`` under an ``if``, leaves the block unread (never one wrong
+        block)."""
         where = [f"the launch `{launch.text}` at {self.label}:{launch.line}"]
-        name_at = self._resolver(launch.index, launch.func, where, 0, binding)
-        v = Evaluator(name_at).value(launch.block)
+        name_at = self._resolver(launch.index, launch.func, where, 0, binding, stable=True)
+        v = self._evaluator(name_at).value(launch.block)
         if isinstance(v, int):
             v = (v, 1, 1)
         if not isinstance(v, tuple) or not valid_block(v):
@@ -203,7 +174,34 @@ class CudaSource:
         if launch.grid is None:
             return None
         name_at = self._resolver(launch.index, launch.func, [], 0, binding, stable=True)
-        return as_grid(Evaluator(name_at).value(launch.grid))
+        return as_grid(self._evaluator(name_at).value(launch.grid))
+
+    def _evaluator(self, name_at) -> Evaluator:
+        """An evaluator of constant expressions whose names ``name_at``
+        values and whose calls of the file's own functions are run
+        (`_fold_call`): ``dim3 grid(iDivUp(n, 16))``."""
+        return Evaluator(name_at, self._fold_call)
+
+    def _fold_call(self, name: str, args: list[int]) -> int | None:
+        """What the file's function ``name`` returns for the integer
+        ``args`` (``iDivUp(1000, 16)`` is 63), run by `host_eval` with C's
+        conversions to its parameters' types; None when there is no one
+        such function, an argument is not a value of its parameter's type,
+        or the run is unknown (a float, a global, too many steps)."""
+        funcs = [f for f in self.functions if f.name == name and len(f.param_list) == len(args)]
+        if len(funcs) != 1:
+            return None
+        exprs = []
+        for (pname, ptype), v in zip(funcs[0].param_list, args):
+            if ptype is None or pname in funcs[0].references or not ptype.lo <= v <= ptype.hi:
+                return None
+            exprs.append(("num", host_eval.Int(v, ptype)))
+        machine = host_eval.Machine(self, lambda _n: None)
+        try:
+            got = machine.value(("call", name, exprs), None)
+        except (host_eval.Unknown, IndexError, RecursionError):
+            return None
+        return got.v if isinstance(got, host_eval.Int) else None
 
     # -- names ----------------------------------------------------------------------------------------
 
@@ -246,7 +244,7 @@ class CudaSource:
             if prev == "," and not _in_parens(toks, func.start, j):
                 # a later declarator of one declaration: `dim3 grid(n / 32), threads(32, 8);`
                 prev = _declaration_type(toks, j, func.start) or prev
-            declared = prev in _DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
+            declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
                                                nxt in ("(", "{", "="))  # fmt: skip
             assigned = nxt == "=" and prev in (";", "{", "}")
             if prev == "dim3" and nxt in (";", ","):  # `dim3 threads;`: (1, 1, 1), then its members
@@ -266,15 +264,15 @@ class CudaSource:
             sub = self._resolver(j, func, [], depth + 1,
                                  {n: v for n, v in guards.items() if n in func.params or n in func.template_params},
                                  stable)  # fmt: skip
-            v = Evaluator(sub).value(init)
+            v = self._evaluator(sub).value(init)
             if v is None:
                 return None
             if isinstance(v, int) and prev == "dim3":
                 v = (v, 1, 1)
             v = self._members(name, v, j, index, func, depth, stable)
             if v is not None:
-                start = _statement_start(toks, j, func.start)
-                where.append(f"`{_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
+                start = statement_start(toks, j, func.start)
+                where.append(f"`{source_text(toks[start:stmt_end], self.text)}` at {self.label}:{toks[start].line}")
             return v
         return _NOT_FOUND
 
@@ -288,7 +286,7 @@ class CudaSource:
                 if member not in ("x", "y", "z") or not isinstance(v, tuple):
                     return None
                 end = statement_end(toks, j)
-                x = Evaluator(self._resolver(j, func, [], depth + 1, stable=stable)).value(toks[j + 4 : end])
+                x = self._evaluator(self._resolver(j, func, [], depth + 1, stable=stable)).value(toks[j + 4 : end])
                 if not isinstance(x, int):
                     return None
                 dims = list(v)
@@ -303,10 +301,10 @@ class CudaSource:
         if decls:
             before = [d for d in decls if d[0] < index] or decls
             j, init = before[-1]
-            return Evaluator(self._resolver(j, None, [], depth + 1)).value(init)
+            return self._evaluator(self._resolver(j, None, [], depth + 1)).value(init)
         d = self.defines.get(name)
         if d:
-            return Evaluator(self._resolver(index, None, [], depth + 1)).value(list(d[-1]))
+            return self._evaluator(self._resolver(index, None, [], depth + 1)).value(list(d[-1]))
         return None
 
     def _guards(self, index: int, func: Function | None) -> dict[str, int]:
@@ -335,7 +333,7 @@ class CudaSource:
                 continue
             for conj in split_top(toks[j + 2 : close], "&&"):
                 if len(conj) >= 3 and conj[1].text == "==" and conj[0].kind == "name":
-                    v = Evaluator(self._resolver(j, None, [], 1)).value(conj[2:])
+                    v = self._evaluator(self._resolver(j, None, [], 1)).value(conj[2:])
                     if isinstance(v, int):
                         out[conj[0].text] = v
         return out
@@ -372,7 +370,7 @@ class CudaSource:
         colon = next((k for k in range(label + 1, index) if toks[k].text == ":"), None)
         if colon is None:
             return None
-        v = Evaluator(self._resolver(label, None, [], 1)).value(toks[label + 1 : colon])
+        v = self._evaluator(self._resolver(label, None, [], 1)).value(toks[label + 1 : colon])
         return (cond[0].text, v) if isinstance(v, int) else None
 
 
@@ -381,16 +379,21 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
     `CudaSource._local` reads (a declaration, ``name = ...`` before token
     ``index``, ``name.x = ...`` before it): ``name`` assigned after the
     launch (a loop brings it back), a compound assignment, an increment, its
-    address taken, or a member changed so."""
+    address taken, it passed to a reference, a member changed so, or a
+    binding before the launch that not every path to it runs (``if (n <
+    256) threads.x = 128;``: the launch may have either value)."""
     toks = src.tokens
     for j in range(func.start + 1, func.end):
         if toks[j].text != name or toks[j].kind != "name" or toks[j - 1].text in (".", "->", "::"):
             continue
         prev, nxt = toks[j - 1].text, toks[j + 1].text
-        if prev in ("++", "--", "&") or nxt in ("++", "--"):
+        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
             return True
         k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
         op = toks[k].text
+        declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev != "return" and nxt in ("(", "{"))
+        if j < index and (op in _ASSIGN_OPS or declared) and not binds_on_every_path(toks, j, index, func.start):
+            return True
         if op in ("++", "--") or (op in _ASSIGN_OPS and (op != "=" or j > index)):
             if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
                 return True  # (a declaration `int g = ...` after the launch is another variable's)
@@ -438,32 +441,13 @@ def _declaration_type(toks: list[Token], j: int, stop: int) -> str | None:
     """The type word (``dim3``, ``int``) of the declaration whose later
     declarator is the name at token ``j`` (after a ``,`` outside brackets),
     when its statement starts with declaration words; None: not a declaration."""
-    start = _statement_start(toks, j, stop)
+    start = statement_start(toks, j, stop)
     k = start
-    while k < j and toks[k].text in _DECL_WORDS:
+    while k < j and toks[k].text in DECL_WORDS:
         k += 1
     if k == start or toks[k].kind != "name" or k == j:
         return None
     return toks[k - 1].text
-
-
-def _statement_start(toks: list[Token], j: int, stop: int) -> int:
-    k = j
-    while k > stop + 1 and toks[k - 1].text not in (";", "{", "}"):
-        k -= 1
-    return k
-
-
-def _text(toks: list[Token], source: str) -> str:
-    """The tokens as the source writes them (whitespace collapsed), shortened."""
-    if not toks:
-        return ""
-    first, last = toks[0], toks[-1]
-    if first.pos >= 0 and last.pos >= 0:
-        out = " ".join(source[first.pos : last.pos + len(last.text)].split())
-    else:
-        out = " ".join(t.text for t in toks)
-    return out if len(out) <= 80 else out[:77] + "..."
 
 
 # -- reading a file ---------------------------------------------------------------------------------------
@@ -520,7 +504,7 @@ def scan(text: str, path: str, depth: int = 0) -> CudaSource:
         by_name.setdefault(d.name, []).append(d.tokens)
     src = CudaSource(path, os.path.basename(path), text, text.splitlines(), tokens, comments, by_name,
                      globals_=globals_, included=included)  # fmt: skip
-    _structure(src)
+    read_structure(src)
     return src
 
 
@@ -543,254 +527,6 @@ def _stamp(path: str) -> tuple[int, int]:
     return (st.st_mtime_ns, st.st_size)
 
 
-def _structure(src: CudaSource) -> None:
-    """Kernels, function bodies, global constants, then the launches."""
-    toks = src.tokens
-    scopes: list[tuple[str, str]] = []  # (kind, name) per open brace outside functions
-    i = 0
-    n = len(toks)
-    while i < n:
-        t = toks[i]
-        if t.text == "namespace" and i + 2 < n and toks[i + 1].kind == "name" and toks[i + 2].text == "{":
-            scopes.append(("namespace", toks[i + 1].text))
-            i += 3
-            continue
-        if t.text == "{":
-            if i > 0 and toks[i - 1].text in (")", "const", "noexcept", "override", "final"):
-                close_paren = _paren_before(toks, i)
-                if close_paren is not None:
-                    _function(src, scopes, close_paren, i)
-                    i = matching(toks, i) + 1
-                    continue
-            if i > 0 and toks[i - 1].text == "enum" or (i > 1 and toks[i - 2].text == "enum"):
-                _enum(src, i)
-            scopes.append(("block", ""))
-            i += 1
-            continue
-        if t.text == "}":
-            if scopes:
-                scopes.pop()
-            i += 1
-            continue
-        if t.text in ("constexpr", "const"):  # outside functions: their bodies are skipped whole
-            _global_decl(src, i)
-        i += 1
-    _launches(src)
-
-
-def _paren_before(toks: list[Token], brace: int) -> int | None:
-    """The ``)`` closing a function's parameters before its body's ``{``."""
-    j = brace - 1
-    while j >= 0 and toks[j].text in ("const", "noexcept", "override", "final"):
-        j -= 1
-    return j if j >= 0 and toks[j].text == ")" else None
-
-
-def _open_paren(toks: list[Token], close: int) -> int | None:
-    depth = 0
-    for j in range(close, -1, -1):
-        if toks[j].text == ")":
-            depth += 1
-        elif toks[j].text == "(":
-            depth -= 1
-            if depth == 0:
-                return j
-    return None
-
-
-def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
-    toks = src.tokens
-    open_paren = _open_paren(toks, close_paren)
-    if open_paren is None or open_paren == 0 or toks[open_paren - 1].kind != "name":
-        return
-    end = matching(toks, brace)
-    declared = declared_params(toks[open_paren + 1 : close_paren])
-    params = frozenset(name for name, _t in declared if name)
-    start = open_paren - 1
-    while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[open_paren].line - 8:
-        start -= 1
-    decl = toks[start:open_paren]
-    tparams: list[str] = []
-    if decl and decl[0].text == "template":
-        depth = 0
-        for k, x in enumerate(decl):
-            if x.text == "<":
-                depth += 1
-            elif x.text == ">":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
-                tparams.append(x.text)
-    name = toks[open_paren - 1]
-    src.functions.append(Function(brace, end, params, name.text, tuple(tparams), declared))
-    if "__global__" not in {x.text for x in decl}:
-        return
-    ns = tuple(kind_name for kind, kind_name in scopes if kind == "namespace")
-    src.kernels.append(KernelDef(ns + (name.text,), tuple(tparams), decl[0].line if decl else name.line, name.line,
-                                 declared))  # fmt: skip
-
-
-def _enum(src: CudaSource, brace: int) -> None:
-    toks = src.tokens
-    end = matching(toks, brace)
-    value = -1
-    for item in split_args(toks[brace + 1 : end]):
-        if not item or item[0].kind != "name":
-            continue
-        if len(item) >= 3 and item[1].text == "=":
-            v = Evaluator(lambda n: None).value(item[2:])
-            value = v if isinstance(v, int) else None  # type: ignore[assignment]
-        elif value is not None:
-            value += 1
-        if value is not None:
-            src.globals_.setdefault(item[0].text, []).append((brace, [Token("num", str(value), item[0].line)]))
-
-
-def _global_decl(src: CudaSource, i: int) -> None:
-    """``constexpr int NAME = expr;`` / ``const int NAME{expr};`` at namespace scope."""
-    toks = src.tokens
-    end = statement_end(toks, i)
-    j = i
-    while j < end and toks[j].text in _DECL_WORDS:
-        j += 1
-    if j < end and toks[j].kind == "name" and j + 1 < end and toks[j + 1].text in ("=", "{"):
-        init = toks[j + 2 : end] if toks[j + 1].text == "=" else toks[j + 2 : matching(toks, j + 1)]
-        src.globals_.setdefault(toks[j].text, []).append((j, list(init)))
-
-
-def _launches(src: CudaSource) -> None:
-    toks = src.tokens
-    def func_at(i: int) -> Function | None:
-        return _innermost(src.functions, i)
-
-    for i, t in enumerate(toks):
-        if t.text == "<<<":
-            close = matching(toks, i)
-            args = split_args(toks[i + 1 : close])
-            named = _launched_name(toks, i)
-            if named is None or len(args) < 2:
-                continue
-            first = _statement_start(toks, i, -1)
-            text = _text(toks[first : close + 1], src.text)
-            call = split_args(toks[close + 2 : matching(toks, close + 1)]) if close + 1 < len(toks) and \
-                toks[close + 1].text == "(" else None  # fmt: skip
-            func = func_at(i)
-            for parts, targs in _pointer_targets(src, func, named) or [named]:
-                src.launches.append(Launch(parts, targs, args[1], i, t.line, func, text, call, args[0]))
-        elif t.text in _LAUNCH_APIS and i + 1 < len(toks) and toks[i + 1].text == "(":
-            close = matching(toks, i + 1)
-            args = split_args(toks[i + 2 : close])
-            if len(args) < 3:
-                continue
-            named = _kernel_expr(args[0])
-            if named is None:
-                continue
-            parts, targs = named
-            src.launches.append(Launch(parts, targs, args[2], i, t.line, func_at(i), _text(toks[i : close + 1], src.text),
-                                       grid=args[1]))  # fmt: skip
-
-
-def _pointer_targets(src: CudaSource, func: Function | None,
-                     named: tuple[tuple[str, ...], list[list[Token]] | None]) -> list:  # fmt: skip
-    """The kernels a launch through a function pointer may launch: NVIDIA's
-    transpose sample sets ``void (*kernel)(float *, float *, int, int)`` to
-    one kernel after another (``kernel = &transposeNaive;``) and launches
-    ``kernel<<<grid, threads>>>``. Every kernel the launching function
-    assigns to the variable (or initialises it with) is taken as launched
-    there; none: the name is not such a variable (an empty list)."""
-    parts, targs = named
-    if func is None or len(parts) != 1 or targs:
-        return []
-    kernels = {kd.name for kd in src.kernels}
-    if parts[0] in kernels:
-        return []
-    toks = src.tokens
-    out = []
-    for j in range(func.start + 1, func.end):
-        if toks[j].text != parts[0] or toks[j].kind != "name":
-            continue
-        k = j + 1
-        if toks[j - 1].text == "*" and toks[k].text == ")" and k + 1 < func.end and toks[k + 1].text == "(":
-            k = matching(toks, k + 1) + 1  # `void (*kernel)(float *, int) = &k;`: past the parameter types
-        if k >= func.end or toks[k].text != "=":
-            continue
-        end = statement_end(toks, k)
-        value = toks[k + 1 : end]
-        while value and value[0].text in ("&", "("):
-            value = value[1:] if value[0].text == "&" or matching(value, 0) != len(value) - 1 else value[1:-1]
-        target = _launched_name(value + [Token("op", "<<<", toks[j].line)], len(value)) if value else None
-        if target is not None and target[0][-1] in kernels and target not in out:
-            out.append(target)
-    return out
-
-
-def _innermost(functions: list[Function], i: int) -> Function | None:
-    """The function whose body holds token ``i``."""
-    inner = None
-    for f in sorted(functions, key=lambda f: f.start):
-        if f.start < i < f.end:
-            inner = f
-    return inner
-
-
-def _launched_name(toks: list[Token], i: int) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
-    """``ns::kernel<args>`` right before the ``<<<`` at ``i``."""
-    j = i - 1
-    targs = None
-    if j >= 0 and toks[j].text in (">", ">>"):
-        depth = 0
-        k = j
-        while k >= 0:
-            if toks[k].text == ">":
-                depth += 1
-            elif toks[k].text == ">>":
-                depth += 2
-            elif toks[k].text == "<":
-                depth -= 1
-                if depth == 0:
-                    break
-            k -= 1
-        if k < 0:
-            return None
-        targs = split_args(toks[k + 1 : j])
-        j = k - 1
-    if j < 0 or toks[j].kind != "name":
-        return None
-    parts = [toks[j].text]
-    while j >= 2 and toks[j - 1].text == "::" and toks[j - 2].kind == "name":
-        parts.insert(0, toks[j - 2].text)
-        j -= 2
-    return tuple(parts), targs
-
-
-def _kernel_expr(arg: list[Token]) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
-    """The kernel named by ``cudaLaunchKernel``'s first argument: ``(void*)k``,
-    ``(const void*)&k<32>``, ``reinterpret_cast<void*>(k)``, ``k``."""
-    toks = list(arg)
-    while toks:
-        if toks[0].text == "(" and (close := matching(toks, 0)) < len(toks) - 1:
-            inner = {x.text for x in toks[1:close]}
-            if inner <= {"void", "const", "*"}:
-                toks = toks[close + 1 :]
-                continue
-        if toks[0].text in ("reinterpret_cast", "static_cast") and len(toks) > 1 and toks[1].text == "<":
-            k = next((m for m in range(len(toks)) if toks[m].text == ">"), None)
-            if k is None or k + 1 >= len(toks) or toks[k + 1].text != "(":
-                return None
-            toks = toks[k + 2 : matching(toks, k + 1)]
-            continue
-        if toks[0].text == "&":
-            toks = toks[1:]
-            continue
-        if toks[0].text == "(" and matching(toks, 0) == len(toks) - 1:
-            toks = toks[1:-1]
-            continue
-        break
-    if not toks or toks[-1].kind != "name" and toks[-1].text != ">":
-        return None
-    fake = toks + [Token("op", "<<<", toks[-1].line)]
-    return _launched_name(fake, len(fake) - 1)
 
 
 def _matches(src: CudaSource, launch: Launch, entry: Entry, binding: dict[str, int] | None = None) -> bool:
@@ -811,7 +547,7 @@ def _matches(src: CudaSource, launch: Launch, entry: Entry, binding: dict[str, i
         if mangled is UNKNOWN_ARG or not written:
             continue
         if isinstance(mangled, (bool, int)):
-            v = Evaluator(resolve).value(written)
+            v = src._evaluator(resolve).value(written)
             if isinstance(v, int) and int(v) != int(mangled):
                 return False
         elif isinstance(mangled, str):

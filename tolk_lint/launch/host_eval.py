@@ -19,7 +19,10 @@ What is run: blocks; declarations of integer and pointer locals; ``if`` /
 ``else``, ``for``, ``while``, ``do``; ``return``, ``break``, ``continue``;
 expressions with ``= += ... >>=``, ``++``/``--``, the comma, ``?:``, the binary
 operators, unary ``- + ~ !``, ``*p`` and ``&x`` (a pointer to a local),
-casts to integer types, and calls of the file's functions. Each value is an
+casts to integer types, and calls of the file's functions, whose ``T &``
+parameters are the caller's variables (NVIDIA's scan returns the exponent
+of a length through ``uint &log2L``) and whose ``const T &`` parameters are
+bound to a copy of any other value. Each value is an
 `Int`, a value with its C type, and the arithmetic is C's: the integer
 promotions and the usual arithmetic conversions, unsigned results wrapped,
 division toward zero. What C leaves undefined (a signed overflow, a shift by
@@ -39,7 +42,8 @@ from tolk_lint.launch.c_types import IntType, int_type
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from tolk_lint.launch.cuda_source import CudaSource, Function
+    from tolk_lint.launch.cuda_source import CudaSource
+    from tolk_lint.launch.cuda_structure import Function
 
 MAX_STEPS = 20_000  # per run of a condition, helpers included
 MAX_CALL_DEPTH = 16
@@ -596,7 +600,7 @@ class Machine:
             new = self.store(cell, binary("+" if e[1] == "++" else "-", old, Int(1, INT)))
             return new if kind == "pre" else old
         if kind == "call":
-            return self._call(e[1], [self.value(a, frame) for a in e[2]])
+            return self._call(e[1], e[2], frame)
         raise Unknown
 
     def type_of(self, e: tuple, frame: dict | None) -> IntType:
@@ -638,18 +642,23 @@ class Machine:
 
     # functions
 
-    def _call(self, name: str, args: list[Any]) -> Any:
-        funcs = [f for f in self.src.functions if f.name == name and len(f.param_list) == len(args)]
+    def _call(self, name: str, arg_exprs: list[tuple], frame: dict | None) -> Any:
+        funcs = [f for f in self.src.functions if f.name == name and len(f.param_list) == len(arg_exprs)]
         if len(funcs) != 1 or self.depth >= MAX_CALL_DEPTH:
             raise Unknown
         func = funcs[0]
-        frame: dict[str, Cell] = {}
-        for (pname, ptype), arg in zip(func.param_list, args):
-            if not pname or (ptype is None and not isinstance(arg, Ref)):
-                raise Unknown  # a float, a reference, a struct: not run
+        callee: dict[str, Cell] = {}
+        for (pname, ptype), arg in zip(func.param_list, arg_exprs):
+            if pname in func.references:
+                callee[pname] = self._bound(func.references[pname], arg, frame)
+                continue
+            v = self.value(arg, frame)
+            if not pname or (ptype is None and not isinstance(v, Ref)):
+                raise Unknown  # a float, a struct: not run
             cell = Cell(POISON, ptype, ptype is not None and self._is_bool_param(func, pname))
-            self.store(cell, arg)
-            frame[pname] = cell
+            self.store(cell, v)
+            callee[pname] = cell
+        frame = callee
         returns = self._returns(func)
         self.depth += 1
         try:
@@ -661,6 +670,26 @@ class Machine:
         finally:
             self.depth -= 1
         return POISON  # fell off its end
+
+    def _bound(self, ref: tuple[IntType, bool], arg: tuple, frame: dict | None) -> Cell:
+        """What a reference parameter (``uint &log2L``) is bound to: the
+        caller's variable itself, so that the callee's stores reach it (a
+        local the launching function declares without a value, as for
+        ``&log2L``), when its type is the parameter's; a ``const T &`` bound
+        to any other value gets a copy of it (C++'s temporary)."""
+        t, const = ref
+        if arg[0] == "name":
+            try:
+                cell = self._cell(arg[1], frame)
+            except Unknown:
+                cell = None  # a constant, or a value of the launching function: a temporary if `const`
+            if cell is not None and cell.type == t and not cell.is_bool:
+                return cell
+        if not const:
+            raise Unknown  # a reference to a variable of another type, or to a place not run here
+        cell = Cell(POISON, t)
+        self.store(cell, self.value(arg, frame))
+        return cell
 
     def _body(self, func: Function) -> tuple:
         if func.start not in self._bodies:
