@@ -302,3 +302,50 @@ def test_an_argument_over_wide_ranges_is_bounded_by_intervals():
 def test_an_argument_that_may_wrap_or_is_unbounded_gives_nothing(arg):
     host = f"void run(float *x, uint a, uint q) {{ assert(a >= 2048 && a <= 262144); k<<<1, 64>>>(x, 0, {arg}); }}"
     assert "m" not in _listed(host)
+
+
+PAIRS_KERNEL = """\
+__global__ void pair_sums(const float *in, float *out, unsigned width)
+{
+    extern __shared__ float buf[];
+    unsigned t = threadIdx.x;
+    buf[t] = in[blockIdx.x * 2 * width + t];
+    buf[t + width] = in[blockIdx.x * 2 * width + t + width];
+    __syncthreads();
+    out[blockIdx.x * width + t] = buf[2 * t] + buf[2 * t + 1];
+}
+"""
+
+PAIRS_HOST = """\
+#include "pairs_kernel.cuh"
+void run(const float *in, float *out, unsigned n)
+{
+    dim3 block(n < 1024 ? n / 2 : 512);
+    dim3 grid(n / (2 * block.x));
+    pair_sums<<<grid, block, 2 * block.x * sizeof(float)>>>(in, out, WIDTH);
+}
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("width", "races"), [("block.x", False), ("block.x - 1", True)])
+def test_an_argument_that_is_the_blocks_width_is_its_width_in_a_header_kernel(tmp_path, width, races):
+    # the kernel is in a header, the launch in the `.cu` that includes it
+    # (NVIDIA's dwtHaar1D): the `.file` table names only the header. The block
+    # is computed at run time, but the argument `block.x` is the block's width
+    # whatever it is, so `buf[t + width]` meets no other thread's `buf[t]`;
+    # `block.x - 1` lets thread 0's second store land on thread width's first
+    from tolk_lint.testing import compile_cuda
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    (tmp_path / "pairs_kernel.cuh").write_text(PAIRS_KERNEL)
+    cu = tmp_path / "pairs.cu"
+    cu.write_text(PAIRS_HOST.replace("WIDTH", width))
+    ptx = compile_cuda(cu, "sm_80", str(tmp_path))
+    found = [d for d in lint_file(str(ptx)).diagnostics if d.code == "TL201"]
+    assert bool(found) == races, [d.message for d in found]
+    if not races:
+        return
+    [fact] = [a for launch in found[0].data["launch"] for a in launch.get("arguments", ())] or [None]
+    assert fact is None  # `block.x - 1` fixes nothing of `width`

@@ -74,8 +74,11 @@ class ArgFact:
     hi: int
     type: IntType
     values: tuple[int, ...] | None = None  # the only values in lo..hi it takes (None: any)
+    block_dim: int | None = None  # it is the launch's blockDim.x (0), .y (1) or .z (2)
 
     def words(self) -> str:
+        if self.block_dim is not None:
+            return f"{self.name} = blockDim.{'xyz'[self.block_dim]}"
         if self.values is not None:
             shown = self.values if len(self.values) <= 6 else (*self.values[:4], "...", self.values[-1])
             return f"{self.name} one of {', '.join(str(v) for v in shown)}"
@@ -93,6 +96,8 @@ class ArgFact:
 
     def to_json(self) -> dict:
         out = {"param": self.name, "index": self.index, "min": self.lo, "max": self.hi}
+        if self.block_dim is not None:
+            out["equals"] = f"blockDim.{'xyz'[self.block_dim]}"
         if self.values is not None:
             out["values"] = list(self.values)
         return out
@@ -108,6 +113,10 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
     out: dict[int, ArgFact] = {}
     for i, (arg, (pname, ptype)) in enumerate(zip(args, params)):
         if ptype is None or not arg:
+            continue
+        dim = _block_dimension(launch, arg)
+        if dim is not None and ptype.lo <= 1 and 1024 <= ptype.hi:
+            out[i] = ArgFact(i, pname or f"argument {i + 1}", 1, 1024, ptype, None, dim)
             continue
         got = _arg_range(src, launch.func, launch.index, arg, binding, 0)
         values = None
@@ -251,6 +260,22 @@ def _callers_range(src: CudaSource, func: Function, name: str, host: IntType, de
     return min(r[0] for r in ranges), max(r[1] for r in ranges)
 
 
+def _block_dimension(launch: Launch, arg: list[Token]) -> int | None:
+    """Which dimension of the launch's own block the argument is: the block
+    expression itself (``<<<g, threads>>>(..., threads)``: x) or a member of
+    it (``<<<g, block>>>(..., block.x)``), evaluated at the same point, so
+    equal whatever its value (NVIDIA's dwtHaar1D passes ``block_size.x``)."""
+    block = [t.text for t in launch.block]
+    text = [t.text for t in arg]
+    if not block:
+        return None
+    if text == block and (len(block) > 1 or block[0][:1].isalpha() or block[0][:1] == "_"):
+        return 0  # (a literal `256` is a constant argument, read as one)
+    if len(text) == len(block) + 2 and text[: len(block)] == block and text[-2] == "." and text[-1] in ("x", "y", "z"):
+        return "xyz".index(text[-1])
+    return None
+
+
 def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:
     """What every launch says, per parameter: the smallest range holding each."""
     if not per_launch:
@@ -259,6 +284,11 @@ def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:
     for i, first in sorted(per_launch[0].items()):
         facts = [d.get(i) for d in per_launch]
         if any(f is None for f in facts):
+            continue
+        dims = {f.block_dim for f in facts if f is not None}
+        if dims != {None}:
+            if len(dims) == 1:  # every launch passes the same dimension of its block
+                out.append(first)
             continue
         lo = min(f.lo for f in facts if f is not None)
         hi = max(f.hi for f in facts if f is not None)

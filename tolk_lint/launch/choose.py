@@ -31,7 +31,7 @@ from tolk_lint.ir.nodes import Kernel, Module, Origin
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.library import library_shape
 from tolk_lint.launch.mangled import read_entry
-from tolk_lint.launch.shapes import PRECEDENCE, LaunchShape, valid_block
+from tolk_lint.launch.shapes import PRECEDENCE, UNREAD, LaunchShape, valid_block
 from tolk_lint.launch.source_assumptions import attach as attach_assumptions
 from tolk_lint.launch.triton import reqntid_words, triton_shape
 
@@ -105,8 +105,10 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
         out.append(LaunchShape(block, reqntid_words(module, block), ".reqntid", path=module.path,  # type: ignore[arg-type]
                                line=k.span.line if k.span else None))  # fmt: skip
     entry = read_entry(k.name)
+    # the kernel's declaration may be in another source than its launches (a `_kernel.cuh`)
+    declared = next((got for src in sources if (got := src.kernel_params(entry, len(k.params)))), ())
     for src in sources:
-        out += src.shapes_for(entry, len(k.params))
+        out += src.shapes_for(entry, len(k.params), declared)
         c = src.comment_for(entry)
         if c is not None:
             out.append(c)
@@ -222,6 +224,34 @@ def _source_files(module: Module) -> list[str]:
             if os.path.isfile(cand):
                 out.append(cand)
                 break
+    # kernels kept in a header (`dwtHaar1D_kernel.cuh`) are launched by the
+    # `.cu` that includes it, which the `.file` table need not name
+    for header in [p for p in out if p.endswith(".cuh")]:
+        out += [c for c in _includers(header) if c not in out]
+    return out
+
+
+_MAX_INCLUDERS_SCANNED = 64  # `.cu` files of a header's folder looked into
+
+
+def _includers(header: str) -> list[str]:
+    """The ``.cu`` files beside ``header`` that ``#include "header"``."""
+    folder, name = os.path.split(header)
+    try:
+        sources = sorted(f for f in os.listdir(folder) if f.endswith(".cu"))[:_MAX_INCLUDERS_SCANNED]
+    except OSError:
+        return []
+    out = []
+    needle = f'"{name}"'
+    for f in sources:
+        path = os.path.join(folder, f)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read(1 << 20)
+        except OSError:
+            continue
+        if any(line.lstrip().startswith("#") and "include" in line and needle in line for line in text.splitlines()):
+            out.append(path)
     return out
 
 
@@ -233,7 +263,21 @@ def use(k: Kernel, shape: LaunchShape | None) -> None:
     k.launch.grid = shape.grid if shape is not None else None
     # parameter name -> what the launch's arguments fix of it (`arguments.ArgFact`), for the solver
     facts = shape.arguments if shape is not None else ()
+    if not facts and (shape is None or shape.block is None):
+        facts = _unread_launches_facts(k)
     k.launch.arguments = {k.params[f.index].name: f for f in facts if f.index < len(k.params)}
+
+
+def _unread_launches_facts(k: Kernel) -> tuple:
+    """With no block known (every launch's block computed at run time), what
+    every launch's arguments fix all the same: ``dwt<<<grid, block>>>(...,
+    block.x)`` passes the block's width whatever it is."""
+    unread = [s for s in k.launch.found if s.kind == UNREAD]
+    if not unread or len(unread) != len(k.launch.found) or not all(s.arguments for s in unread):
+        return ()
+    from tolk_lint.launch.arguments import hull
+
+    return hull([{f.index: f for f in s.arguments} for s in unread])
 
 
 # What a kernel's analyses cache that the block shape does not change.

@@ -71,22 +71,25 @@ class CudaSource:
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
-    def shapes_for(self, entry: Entry, n_params: int | None = None) -> list[LaunchShape]:
+    def shapes_for(self, entry: Entry, n_params: int | None = None, params: tuple = ()) -> list[LaunchShape]:
         """The host launches of the kernel ``entry`` names, one per distinct
         block, each with what its launches' arguments fix (`arguments`; for
-        an entry of ``n_params`` parameters)."""
+        an entry of ``n_params`` parameters, declared in this file or, when
+        it launches a kernel another source declares, as ``params`` says)."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
         facts: dict[tuple[int, int, int], list] = {}
         grids: dict[tuple[int, int, int], list] = {}
-        params = self.kernel_params(entry, n_params)
+        params = self.kernel_params(entry, n_params) or params
         unread = []
         for launch, binding in self._instances():
             if not _matches(self, launch, entry, binding):
                 continue
             got = self.block_of(launch, binding)
             if got is None:  # its block is not a constant: named by TL205, never linted under
+                # (what its arguments fix still holds: `choose.use` keeps it when every launch is so)
+                fixed = hull([launch_facts(self, launch, binding, params)]) if params else ()
                 unread.append(LaunchShape(None, f"the launch `{launch.text}` at {self.label}:{launch.line}", UNREAD,
-                                          path=self.path, line=launch.line))  # fmt: skip
+                                          path=self.path, line=launch.line, arguments=fixed))  # fmt: skip
                 continue
             block, text = got
             by_block.setdefault(block, []).append((launch.line, text))

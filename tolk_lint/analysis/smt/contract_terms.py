@@ -24,14 +24,21 @@ def contract_constraints(z3, ntid: list, contract) -> list:
 
 
 
-def argument_constraints(z3, p, fact, param) -> list:
+def argument_constraints(z3, p, fact, param, ntid=None) -> list:
     """The parameter ``p`` (the solver's symbol for what the PARAM
     instruction ``param`` reads) in the range a launch's arguments keep it in
     (``fact``: an `arguments.ArgFact`, or None): none for a field of a
     by-value struct, or a read narrower or wider than the parameter's C++
-    type; one of the values it lists, when it lists them."""
+    type; one of the values it lists, when it lists them; the block's
+    dimension (``ntid``: the encoder's 32-bit ``ntid.x/y/z``) when the launch
+    passes its own ``block.x``."""
     if fact is None or "offset" in param.attrs or p.size() != fact.type.bits:
         return []
+    if fact.block_dim is not None:
+        if ntid is None:
+            return []
+        n = ntid[fact.block_dim]
+        return [p == (z3.ZeroExt(p.size() - n.size(), n) if p.size() > n.size() else z3.Extract(p.size() - 1, 0, n))]
     bits = fact.type.bits
     lo, hi = (z3.BitVecVal(x % (1 << bits), bits) for x in (fact.lo, fact.hi))
     if fact.lo == fact.hi:

@@ -375,7 +375,7 @@ class Encoder:
             if not self.k.is_entry:
                 return self.fresh(f"arg_{_clean(name)}", v.type, t)
             p = self.shared(f"param:{name}", v.type)
-            self.constraints += argument_constraints(z3, p, self.k.launch.arguments.get(name), d)
+            self.constraints += argument_constraints(z3, p, self.k.launch.arguments.get(name), d, self.ntid)
             if self.python and not is_float(v.type) and v.type != "pred":
                 lo, hi = -(1 << 63), (1 << 63) - 1
                 if ".shape[" in name:  # an extent: never negative, and below 2**31 (what a witness may show)
