@@ -265,7 +265,9 @@ def use(k: Kernel, shape: LaunchShape | None) -> None:
     facts = shape.arguments if shape is not None else ()
     if not facts and (shape is None or shape.block is None):
         facts = _unread_launches_facts(k)
-    k.launch.arguments = {k.params[f.index].name: f for f in facts if f.index < len(k.params)}
+    # (an array's extent is keyed by its PARAM's name, `data.shape[0]`: a negative index)
+    k.launch.arguments = {(f.name if f.index < 0 else k.params[f.index].name): f for f in facts
+                          if f.index < len(k.params)}  # fmt: skip
 
 
 def _unread_launches_facts(k: Kernel) -> tuple:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tolk_lint.frontends.python.consts import UNKNOWN, Alias, evaluate
+from tolk_lint.frontends.python.consts import UNKNOWN, Alias, HostArray, evaluate
 from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
 from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
 from tolk_lint.launch.arguments import ArgFact, hull
@@ -122,6 +122,7 @@ def _argument_facts(fi: FuncInfo, call: ast.Call, scope: Scope) -> dict[int, Arg
     out = {}
     for i, (arg, name) in enumerate(zip(call.args, fi.params)):
         if name in fi.array_params:
+            out.update(_shape_facts(i, name, _values(arg, scope, call.lineno, 0)))
             continue
         vals = _values(arg, scope, call.lineno, 0)
         if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
@@ -129,6 +130,23 @@ def _argument_facts(fi: FuncInfo, call: ast.Call, scope: Scope) -> dict[int, Arg
             listed = tuple(sorted(set(vals))) if len(set(vals)) > 1 else None  # a loop's: only those
             if INT64.lo <= lo <= hi <= INT64.hi:
                 out[i] = ArgFact(i, name, lo, hi, INT64, listed)
+    return out
+
+
+def _shape_facts(i: int, name: str, vals: list) -> dict[int, ArgFact]:
+    """An array argument the module built with a constant shape (``a =
+    np.arange(1024)``, ``cuda.to_device(a)``): its extents, as the kernel's
+    ``name.shape[d]`` reads them (keyed by a negative number of their own:
+    `choose.use` maps them by name)."""
+    shapes = {v.shape for v in vals if isinstance(v, HostArray)}
+    if len(shapes) != 1 or len(vals) != 1:
+        return {}
+    [shape] = shapes
+    out = {}
+    for d, n in enumerate(shape):
+        if isinstance(n, int) and 0 <= n <= INT64.hi:
+            key = -(1 + 8 * i + d)
+            out[key] = ArgFact(key, f"{name}.shape[{d}]", n, n, INT64)
     return out
 
 

@@ -32,14 +32,16 @@ def argument_constraints(z3, p, fact, param, ntid=None) -> list:
     type; one of the values it lists, when it lists them; the block's
     dimension (``ntid``: the encoder's 32-bit ``ntid.x/y/z``) when the launch
     passes its own ``block.x``."""
-    if fact is None or "offset" in param.attrs or p.size() != fact.type.bits:
+    # a Python int (an int64 fact) may be encoded wider: its values are the same numbers
+    wider = fact is not None and fact.type.signed and p.size() > fact.type.bits and param.attrs.get("name") == fact.name
+    if fact is None or "offset" in param.attrs or (p.size() != fact.type.bits and not wider):
         return []
     if fact.block_dim is not None:
         if ntid is None:
             return []
         n = ntid[fact.block_dim]
         return [p == (z3.ZeroExt(p.size() - n.size(), n) if p.size() > n.size() else z3.Extract(p.size() - 1, 0, n))]
-    bits = fact.type.bits
+    bits = p.size()
     lo, hi = (z3.BitVecVal(x % (1 << bits), bits) for x in (fact.lo, fact.hi))
     if fact.lo == fact.hi:
         return [p == lo]
