@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path, where  # noqa: F401 (where: re-exported)
+from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path, where, where_own  # noqa: F401 (re-exported)
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext

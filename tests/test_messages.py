@@ -494,3 +494,31 @@ def test_a_files_witnesses_do_not_depend_on_the_other_files_in_the_run():
         alone.update(run([f]))
     assert any("for example" in m for v in alone.values() for _l, _c, m in v)  # witnesses are compared
     assert together == alone
+
+
+def test_a_branch_inside_a_device_function_is_named_by_its_own_line():
+    # the `if` that decides the finding is in `finish` (line 6), which the
+    # kernel calls at line 16: the message names both, not only the call
+    src = textwrap.dedent(
+        """\
+        from numba import cuda, float32
+
+
+        @cuda.jit(device=True)
+        def finish(sm, tid):
+            if tid < 2:
+                sm[tid] += sm[tid + 2]
+                cuda.syncwarp()
+
+
+        @cuda.jit
+        def k(out):
+            sm = cuda.shared.array(4, float32)
+            tid = cuda.threadIdx.x
+            cuda.syncthreads()
+            finish(sm, tid)
+            out[0] = sm[0]
+        """
+    )
+    [d] = [d for d in lint_text(src, "inlined.py").diagnostics if d.code == "TL103"]
+    assert "the branch at line 6 (in a function called at line 16) on `tid < 2`" in d.message

@@ -129,6 +129,25 @@ def where(ins) -> str:
     return where_lines([ins])
 
 
+def where_own(ins) -> str:
+    """`where`, for an instruction inside a function inlined into the
+    kernel: its own line in that function (the innermost of the user's
+    frames), then the call it was inlined at (``line 5 (in a function called
+    at line 17)``). The branch that decides a finding is the user's ``if``,
+    not the call around it."""
+    out = where(ins)
+    origin = getattr(ins, "origin", None) if ins is not None else None
+    if origin is None or origin.inlined_at is None:
+        return out
+    inner = next((f for f in origin.chain() if not is_toolkit_path(f.path)), None)
+    outer = user_frame(origin)
+    if inner is None or outer is None or inner is outer:
+        return out
+    span = ins.span
+    label = "" if span is not None and inner.path == span.path else f" of {os.path.basename(inner.path)}"
+    return f"line {inner.line}{label} (in a function called at {out})"
+
+
 def where_lines(instrs) -> str:
     """`where` of several instructions at once: ``lines 25, 27 of k.cu``,
     ``PTX lines 40, 52``, one group per file (in the order first met)."""
