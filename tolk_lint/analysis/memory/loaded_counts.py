@@ -117,6 +117,8 @@ def needs_large_count(mf: MemoryCore, q: Query, goal, trips: list[dict | None], 
         if not terms:
             return None
         v = mf.solve(q, z3.And(goal, *terms), mf.rlimit // CAP_BUDGET, fallback=False)
+        if v.status == "unknown":  # near the small limit: once more under the full one
+            v = mf.solve(q, z3.And(goal, *terms), mf.rlimit, fallback=False)
     except Exception:  # noqa: BLE001 - only the severity depends on it: an error it stays
         return None
     finally:
