@@ -48,6 +48,7 @@ from tolk_lint.launch.cuda_structure import (
     statement_start,
 )
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
+from tolk_lint.launch.occupancy import occupancy_contract
 from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -71,20 +72,34 @@ class CudaSource:
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
-    def shapes_for(self, entry: Entry, n_params: int | None = None, params: tuple = ()) -> list[LaunchShape]:
+    def shapes_for(self, entry: Entry, n_params: int | None = None, params: tuple = (),
+                   max_threads: int | None = None) -> list[LaunchShape]:  # fmt: skip
         """The host launches of the kernel ``entry`` names, one per distinct
         block, each with what its launches' arguments fix (`arguments`; for
         an entry of ``n_params`` parameters, declared in this file or, when
-        it launches a kernel another source declares, as ``params`` says)."""
+        it launches a kernel another source declares, as ``params`` says).
+        A launch whose block ``cudaOccupancyMaxPotentialBlockSize`` chose
+        gives the blocks it can choose (`occupancy`: a `Contract`, within the
+        kernel's ``max_threads``, its ``.maxntid``)."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
         facts: dict[tuple[int, int, int], list] = {}
         grids: dict[tuple[int, int, int], list] = {}
         params = self.kernel_params(entry, n_params) or params
-        unread = []
+        unread: list[LaunchShape] = []
+        out_contract: list[LaunchShape] = []
         for launch, binding in self._instances():
             if not _matches(self, launch, entry, binding):
                 continue
             got = self.block_of(launch, binding)
+            chosen = occupancy_contract(self, launch, max_threads) if got is None and not binding else None
+            if chosen is not None:  # linted under every block the occupancy API can give
+                contract, words = chosen
+                fixed = hull([launch_facts(self, launch, binding, params)]) if params else ()
+                out_contract.append(LaunchShape(None, f"the launch `{launch.text}` at {self.label}:{launch.line}, "
+                                                f"{words}", "host launch", contract=contract, path=self.path,
+                                                line=launch.line, arguments=fixed,
+                                                grid=grid_hull([self.grid_of(launch, binding)])))  # fmt: skip
+                continue
             if got is None:  # its block is not a constant: named by TL205, never linted under
                 # (what its arguments fix still holds: `choose.use` keeps it when every launch is so)
                 fixed = hull([launch_facts(self, launch, binding, params)]) if params else ()
@@ -100,7 +115,7 @@ class CudaSource:
             srcs = list(dict.fromkeys(text for _line, text in where))
             out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0],
                                    arguments=hull(facts[block]), grid=grid_hull(grids[block])))  # fmt: skip
-        return out + unread
+        return out + out_contract + unread
 
     def kernel_params(self, entry: Entry, n_params: int | None) -> tuple:
         """The declared parameters of the kernel ``entry`` names, when one
