@@ -32,7 +32,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tolk_lint.launch.c_syntax import Token, matching, split_args
-from tolk_lint.launch.cuda_structure import DECL_WORDS, Launch, binds_on_every_path, passed_by_reference
+from tolk_lint.launch.cuda_structure import (
+    DECL_WORDS,
+    Launch,
+    binds_on_every_path,
+    declaration_type,
+    in_parens,
+    passed_by_reference,
+)
 from tolk_lint.launch.shapes import MAX_THREADS, WARP, Contract
 
 if TYPE_CHECKING:
@@ -104,12 +111,10 @@ def occupancy_contract(src: CudaSource, launch: Launch, max_threads: int | None)
 def _declares(src: CudaSource, j: int, start: int) -> bool:
     """Whether the name at token ``j`` is declared there: ``int blockSize``,
     or a later declarator, ``int minGridSize, blockSize;``."""
-    from tolk_lint.launch.cuda_source import _declaration_type, _in_parens  # (it imports this module)
-
     prev = src.tokens[j - 1].text
     if prev in DECL_WORDS:
         return True
-    return prev == "," and not _in_parens(src.tokens, start, j) and _declaration_type(src.tokens, j, start) is not None
+    return prev == "," and not in_parens(src.tokens, start, j) and declaration_type(src.tokens, j, start) is not None
 
 
 def _call_open(toks: list[Token], j: int) -> int:
