@@ -108,7 +108,7 @@ def ptx_shapes(module: Module, k: Kernel, sources: list[CudaSource]) -> list[Lau
     # the kernel's declaration may be in another source than its launches (a `_kernel.cuh`)
     declared = next((got for src in sources if (got := src.kernel_params(entry, len(k.params)))), ())
     for src in sources:
-        out += src.shapes_for(entry, len(k.params), declared)
+        out += src.shapes_for(entry, len(k.params), declared, k.launch.max_threads)
         c = src.comment_for(entry)
         if c is not None:
             out.append(c)

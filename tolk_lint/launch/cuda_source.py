@@ -38,6 +38,8 @@ from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.cuda_structure import (
     DECL_WORDS,
     binds_on_every_path,
+    declaration_type,
+    in_parens,
     Function,
     KernelDef,
     Launch,
@@ -48,6 +50,7 @@ from tolk_lint.launch.cuda_structure import (
     statement_start,
 )
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
+from tolk_lint.launch.occupancy import occupancy_contract
 from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -71,20 +74,34 @@ class CudaSource:
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
-    def shapes_for(self, entry: Entry, n_params: int | None = None, params: tuple = ()) -> list[LaunchShape]:
+    def shapes_for(self, entry: Entry, n_params: int | None = None, params: tuple = (),
+                   max_threads: int | None = None) -> list[LaunchShape]:  # fmt: skip
         """The host launches of the kernel ``entry`` names, one per distinct
         block, each with what its launches' arguments fix (`arguments`; for
         an entry of ``n_params`` parameters, declared in this file or, when
-        it launches a kernel another source declares, as ``params`` says)."""
+        it launches a kernel another source declares, as ``params`` says).
+        A launch whose block ``cudaOccupancyMaxPotentialBlockSize`` chose
+        gives the blocks it can choose (`occupancy`: a `Contract`, within the
+        kernel's ``max_threads``, its ``.maxntid``)."""
         by_block: dict[tuple[int, int, int], list[tuple[int, str]]] = {}
         facts: dict[tuple[int, int, int], list] = {}
         grids: dict[tuple[int, int, int], list] = {}
         params = self.kernel_params(entry, n_params) or params
-        unread = []
+        unread: list[LaunchShape] = []
+        out_contract: list[LaunchShape] = []
         for launch, binding in self._instances():
             if not _matches(self, launch, entry, binding):
                 continue
             got = self.block_of(launch, binding)
+            chosen = occupancy_contract(self, launch, max_threads) if got is None and not binding else None
+            if chosen is not None:  # linted under every block the occupancy API can give
+                contract, words = chosen
+                fixed = hull([launch_facts(self, launch, binding, params)]) if params else ()
+                out_contract.append(LaunchShape(None, f"the launch `{launch.text}` at {self.label}:{launch.line}, "
+                                                f"{words}", "host launch", contract=contract, path=self.path,
+                                                line=launch.line, arguments=fixed,
+                                                grid=grid_hull([self.grid_of(launch, binding)])))  # fmt: skip
+                continue
             if got is None:  # its block is not a constant: named by TL205, never linted under
                 # (what its arguments fix still holds: `choose.use` keeps it when every launch is so)
                 fixed = hull([launch_facts(self, launch, binding, params)]) if params else ()
@@ -100,7 +117,7 @@ class CudaSource:
             srcs = list(dict.fromkeys(text for _line, text in where))
             out.append(LaunchShape(block, " and ".join(srcs), "host launch", path=self.path, line=where[0][0],
                                    arguments=hull(facts[block]), grid=grid_hull(grids[block])))  # fmt: skip
-        return out + unread
+        return out + out_contract + unread
 
     def kernel_params(self, entry: Entry, n_params: int | None) -> tuple:
         """The declared parameters of the kernel ``entry`` names, when one
@@ -244,9 +261,9 @@ class CudaSource:
                 continue
             prev = toks[j - 1].text if j > 0 else ""
             nxt = toks[j + 1].text if j + 1 < len(toks) else ""
-            if prev == "," and not _in_parens(toks, func.start, j):
+            if prev == "," and not in_parens(toks, func.start, j):
                 # a later declarator of one declaration: `dim3 grid(n / 32), threads(32, 8);`
-                prev = _declaration_type(toks, j, func.start) or prev
+                prev = declaration_type(toks, j, func.start) or prev
             declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev not in ("return",) and
                                                nxt in ("(", "{", "="))  # fmt: skip
             assigned = nxt == "=" and prev in (";", "{", "}")
@@ -255,7 +272,7 @@ class CudaSource:
                 if v is not None:
                     where.append(f"`dim3 {name}` and its members at {self.label}:{toks[j].line}")
                 return v
-            if not (declared or assigned) or nxt not in ("(", "{", "=") or _in_parens(toks, func.start, j):
+            if not (declared or assigned) or nxt not in ("(", "{", "=") or in_parens(toks, func.start, j):
                 continue
             stmt_end = statement_end(toks, j)
             if nxt == "=":
@@ -389,6 +406,8 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
     for j in range(func.start + 1, func.end):
         if toks[j].text != name or toks[j].kind != "name" or toks[j - 1].text in (".", "->", "::"):
             continue
+        if j > index and _never_back(toks, j, index, func):
+            continue  # (`nblocks.x = ...; ...; break;` after the launch, in its loop)
         prev, nxt = toks[j - 1].text, toks[j + 1].text
         if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
             return True
@@ -401,6 +420,115 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
             if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
                 return True  # (a declaration `int g = ...` after the launch is another variable's)
     return False
+
+
+def _never_back(toks: list[Token], j: int, index: int, func: Function) -> bool:
+    """Whether no path from token ``j`` (after the launch at ``index``) runs
+    the launch again. NVIDIA's jacobi launches ``JacobiMethod<<<nblocks,
+    ...>>>`` in a loop whose body, once converged, sets ``nblocks.x`` for
+    another kernel and leaves with ``break;``. That holds when, in the
+    innermost braces around ``j``, a statement after ``j``'s own ends the
+    block's run of statements with ``return``, or with
+    ``break;`` out of a loop (not a ``switch``) no other loop of the function
+    encloses; with no ``continue``, ``goto``, label or ``case`` between
+    (which could jump elsewhere), and ``j`` in no lambda (whose ``return``
+    leaves only it)."""
+    stmt = statement_start(toks, j, func.start)
+    if stmt <= index:
+        return False  # (the launch is in the statement that changes it)
+    opens = _open_braces(toks, func.start, j)
+    if not opens or any(_lambda_body(toks, b) for b in opens):
+        return False
+    close = matching(toks, opens[-1])
+    depth = 0
+    for k in range(j + 1, close):
+        t = toks[k].text
+        if t in ("continue", "goto", "case", "default") or (t == ":" and toks[k - 1].kind == "name"
+                                                            and toks[k - 2].text in (";", "{", "}")):  # fmt: skip
+            return False
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth -= 1
+        elif depth == 0 and toks[k - 1].text in (";", "{", "}") and t == "return":
+            return True
+        elif depth == 0 and toks[k - 1].text in (";", "{", "}") and t == "break":
+            return _leaves_every_loop(toks, opens, k)
+    return False
+
+
+_LOOP_WORDS = ("for", "while", "do", "switch")
+
+
+def _leaves_every_loop(toks: list[Token], opens: list[int], brk: int) -> bool:
+    """Whether the ``break`` at ``brk`` (with the braces ``opens`` open)
+    leaves a loop that no other loop of the function encloses. Read
+    conservatively: the loop is the only braced loop or switch around it, no
+    loop or switch word stands between its braces and the ``break`` (an
+    unbraced ``while (c) if (d) { ...; break; }`` would be the one left), and
+    it is a statement of its own (not the body of an unbraced loop)."""
+    loops = [b for b in opens if _opener(toks, b) in _LOOP_WORDS]
+    if len(loops) != 1 or _opener(toks, loops[0]) == "switch":
+        return False
+    if any(toks[k].text in _LOOP_WORDS for k in range(loops[0] + 1, brk)):
+        return False
+    word = _opener_index(toks, loops[0])
+    return word > 0 and toks[word - 1].text in (";", "{", "}")
+
+
+def _open_braces(toks: list[Token], start: int, j: int) -> list[int]:
+    """The ``{`` still open at token ``j`` inside the function (whose own
+    ``{`` is at or after ``start``), outermost first, the function's body excluded."""
+    stack: list[int] = []
+    for k in range(start, j):
+        if toks[k].text == "{":
+            stack.append(k)
+        elif toks[k].text == "}" and stack:
+            stack.pop()
+    return stack[1:]
+
+
+def _opener(toks: list[Token], brace: int) -> str:
+    """The word that opens the braces at ``brace``: ``for``/``while``/``switch``
+    (``for (...) {``), ``do``, ``else``, or ``if``/another word."""
+    k = _opener_index(toks, brace)
+    return toks[k].text if k >= 0 else ""
+
+
+def _opener_index(toks: list[Token], brace: int) -> int:
+    """The token index of `_opener`'s word."""
+    k = brace - 1
+    if toks[k].text == ")":
+        depth = 0
+        while k > 0:
+            if toks[k].text == ")":
+                depth += 1
+            elif toks[k].text == "(":
+                depth -= 1
+                if depth == 0:
+                    break
+            k -= 1
+        k -= 1
+    return k
+
+
+def _lambda_body(toks: list[Token], brace: int) -> bool:
+    """Whether the braces at ``brace`` are a lambda's body (``[&](...) {``, ``[=] {``)."""
+    k = brace - 1
+    while k > 0 and toks[k].kind == "name" and toks[k].text in ("mutable", "noexcept"):
+        k -= 1
+    if toks[k].text == ")":
+        depth = 0
+        while k > 0:
+            if toks[k].text == ")":
+                depth += 1
+            elif toks[k].text == "(":
+                depth -= 1
+                if depth == 0:
+                    break
+            k -= 1
+        k -= 1
+    return toks[k].text == "]" if k >= 0 else False
 
 
 _ASSIGN_OPS = frozenset("= += -= *= /= %= &= |= ^= <<= >>=".split())
@@ -422,35 +550,6 @@ class _NotFound:
 
 
 _NOT_FOUND: Any = _NotFound()
-
-
-def _in_parens(toks: list[Token], start: int, j: int) -> bool:
-    """Whether token ``j`` is inside parentheses (a call's argument, a condition)."""
-    depth = 0
-    for k in range(j - 1, start, -1):
-        t = toks[k].text
-        if t == ")":
-            depth += 1
-        elif t == "(":
-            if depth == 0:
-                return True
-            depth -= 1
-        elif t in (";", "{", "}") and depth == 0:
-            return False
-    return False
-
-
-def _declaration_type(toks: list[Token], j: int, stop: int) -> str | None:
-    """The type word (``dim3``, ``int``) of the declaration whose later
-    declarator is the name at token ``j`` (after a ``,`` outside brackets),
-    when its statement starts with declaration words; None: not a declaration."""
-    start = statement_start(toks, j, stop)
-    k = start
-    while k < j and toks[k].text in DECL_WORDS:
-        k += 1
-    if k == start or toks[k].kind != "name" or k == j:
-        return None
-    return toks[k - 1].text
 
 
 # -- reading a file ---------------------------------------------------------------------------------------

@@ -436,3 +436,32 @@ def binds_on_every_path(toks: list[Token], j: int, index: int, start: int) -> bo
 
 
 _CONDITIONAL_WORDS = frozenset("if else for while do switch case default ? &&".split()) | {"||"}
+
+
+def in_parens(toks: list[Token], start: int, j: int) -> bool:
+    """Whether token ``j`` is inside parentheses (a call's argument, a condition)."""
+    depth = 0
+    for k in range(j - 1, start, -1):
+        t = toks[k].text
+        if t == ")":
+            depth += 1
+        elif t == "(":
+            if depth == 0:
+                return True
+            depth -= 1
+        elif t in (";", "{", "}") and depth == 0:
+            return False
+    return False
+
+
+def declaration_type(toks: list[Token], j: int, stop: int) -> str | None:
+    """The type word (``dim3``, ``int``) of the declaration whose later
+    declarator is the name at token ``j`` (after a ``,`` outside brackets),
+    when its statement starts with declaration words; None: not a declaration."""
+    start = statement_start(toks, j, stop)
+    k = start
+    while k < j and toks[k].text in DECL_WORDS:
+        k += 1
+    if k == start or toks[k].kind != "name" or k == j:
+        return None
+    return toks[k - 1].text

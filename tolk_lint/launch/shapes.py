@@ -10,6 +10,7 @@ from dataclasses import dataclass
 DIMS = "xyz"
 MAX_THREADS = 1024  # threads per block on every NVIDIA GPU
 MAX_DIMS = (1024, 1024, 64)  # per dimension
+WARP = 32  # threads per warp
 
 
 def block_text(block: tuple[int, int, int]) -> str:
@@ -65,20 +66,25 @@ def valid_block(block: tuple[int, ...]) -> bool:
 class Contract:
     """The block shapes whose dimensions stay within ``dims`` (a dimension
     of 1 is exactly 1), whose threads are at most ``threads``, and, with
-    ``pow2``, whose ``blockDim.x`` is a power of two. ``family`` says how it
-    is worded: ``box`` (each dimension bounded), ``product`` (the thread
-    count bounded), ``pow2``, or ``flat`` (any one-dimensional block:
-    ``kernel.forall``)."""
+    ``pow2``, whose ``blockDim.x`` is a power of two, and, with
+    ``warp_multiple``, whose ``blockDim.x`` is a multiple of the warp size
+    (32). ``family`` says how it is worded: ``box`` (each dimension
+    bounded), ``product`` (the thread count bounded), ``pow2``, or ``flat``
+    (any one-dimensional block: ``kernel.forall``; with ``warp_multiple``,
+    the block ``cudaOccupancyMaxPotentialBlockSize`` returns)."""
 
     dims: tuple[int, int, int]
     threads: int
     family: str = "box"
     pow2: bool = False
+    warp_multiple: bool = False
 
     def admits(self, block: tuple[int, int, int]) -> bool:
         if any(n < 1 or n > m for n, m in zip(block, self.dims)):
             return False
         if block[0] * block[1] * block[2] > self.threads:
+            return False
+        if self.warp_multiple and block[0] % WARP != 0:
             return False
         return not self.pow2 or block[0] & (block[0] - 1) == 0
 
@@ -106,11 +112,16 @@ class Contract:
         z = min(z, max(1, self.threads // max(1, x * y)))
         y = min(y, max(1, self.threads // max(1, x)))
         x = min(x, self.threads)
+        if self.warp_multiple:  # (a contract of fewer than 32 threads is never made one)
+            x = max(WARP, x - x % WARP)
         return (x, y, z)
 
     def describe(self) -> str:
         """The contract in words: ``blockDim.x <= 16 and blockDim.y <= 16``."""
         free = [d for d in range(3) if self.dims[d] > 1]
+        if self.family == "flat" and self.warp_multiple:
+            top = min(self.dims[0], self.threads)
+            return f"blockDim.x is a multiple of {WARP}, at most {top - top % WARP} (blockDim.y = blockDim.z = 1)"
         if self.family == "flat":
             return f"a one-dimensional block of at most {self.threads} threads"
         if self.pow2:
@@ -131,7 +142,7 @@ class Contract:
 
     def to_json(self) -> dict:
         return {"family": self.family, "dims": list(self.dims), "threads": self.threads, "pow2": self.pow2,
-                "text": self.describe()}  # fmt: skip
+                "warp_multiple": self.warp_multiple, "text": self.describe()}  # fmt: skip
 
 
 # What a shape can come from, most authoritative first: the first kind of

@@ -10,7 +10,8 @@ from __future__ import annotations
 def contract_constraints(z3, ntid: list, contract) -> list:
     """A launch contract (`tolk_lint.launch.shapes.Contract`) on the block
     dimensions ``ntid``: each within its bound (a bound of 1 is exact), the
-    threads within theirs, ``blockDim.x`` a power of two when it says so."""
+    threads within theirs, ``blockDim.x`` a power of two or a multiple of
+    the warp size (32) when it says so."""
     out = []
     for d in range(3):
         bound = contract.dims[d]
@@ -20,6 +21,8 @@ def contract_constraints(z3, ntid: list, contract) -> list:
         out.append(z3.ULE(wide[0] * wide[1] * wide[2], contract.threads))
     if contract.pow2:
         out.append(ntid[0] & (ntid[0] - 1) == 0)
+    if contract.warp_multiple:  # (ntid.y and ntid.z are exactly 1: its dims say so)
+        out.append(ntid[0] & 31 == 0)
     return out
 
 
