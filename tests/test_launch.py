@@ -163,6 +163,61 @@ def test_a_helper_that_launches_its_parameter_launches_what_every_call_passes():
         assert got == {"a": [], "b": []}, spoiler
 
 
+METHOD = """
+from numba import cuda
+
+def inc(x, i):
+    x[cuda.threadIdx.x] += i
+
+class TestLaunch:
+    def _run(self, func, x, nblocks, blksize):
+        func[nblocks, blksize](x)
+
+    def _compiled(self, x, sig, blksize, func):
+        cuda_func = cuda.jit(sig)(func)
+        cuda_func[1, blksize](x, 1)
+
+    def test_a(self, x):
+        @cuda.jit
+        def a(x):
+            x[0] = 1
+
+        self._run(a, x, 1, (4, 8))
+        self._run(a, x, nblocks=2, blksize=32)
+
+    def test_inc(self, x):
+        self._compiled(x, "void(int32[:], int32)", 64, inc)
+"""
+
+
+def test_a_method_that_launches_its_parameter_launches_what_every_call_through_self_passes():
+    shapes = _shapes(METHOD)
+    blocks = {k: [s.block for s in v] for k, v in shapes.items()}
+    assert blocks == {"a": [(4, 8, 1), (32, 1, 1)], "inc": [(64, 1, 1)]}
+    assert [s.source for s in shapes["a"]] == ["the call site at line 20", "the call site at line 21"]
+    assert [s.grid for s in shapes["a"]] == [((1, 1), (1, 1), (1, 1)), ((2, 2), (1, 1), (1, 1))]
+    spoilers = {
+        "        self._run(x, x, 1, 32)\n": "a call passing no kernel",
+        "        f = self._run\n": "the method read as a value",
+        "        TestLaunch()._run(a, x, 1, 32)\n": "a call not through self",
+        "class Sub(TestLaunch):\n    def _run(self, func, x, nblocks, blksize):\n        pass\n":
+            "an override",
+    }
+    for spoiler, why in spoilers.items():
+        got = _blocks(METHOD + spoiler)
+        assert got["a"] == [], why
+    # a block no call passes as a constant: that call's launch is unread, the others still read
+    unread_block = METHOD.replace("self._run(a, x, 1, (4, 8))", "self._run(a, x, 1, len(x))")
+    m = parse(textwrap.dedent(unread_block), "k.py")
+    prepare(m, DEFAULT_SETTINGS)
+    [a] = [k for k in m.kernels if k.name == "a"]
+    assert [s.block for s in a.launch.shapes] == [(32, 1, 1)]
+    assert [s.source for s in a.launch.found if s.kind == "unread"] == ["the call site at line 20"]
+    # `device=True` compiles a device function: not a launch of `inc`
+    device = METHOD.replace("cuda.jit(sig)(func)", "cuda.jit(sig, device=True)(func)")
+    assert _blocks(device).get("inc", []) == []
+
+
 def test_command_line_beats_configuration_beats_call_site_beats_comment():
     src = """
     from numba import cuda

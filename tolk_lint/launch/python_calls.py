@@ -19,6 +19,9 @@ block, so it is a `Contract` of every one-dimensional block
 them, and no narrower contract is inferred for it. ``kernel.forall(n,
 tpb=128)`` is the exact block (128, 1, 1).
 
+A helper function or a method called through ``self`` that launches its
+parameter launches the kernels its calls pass (`_Helpers`, `_Methods`).
+
 A call's constant integer arguments (``kernel[1, 512](out, inp, 512)``)
 are facts about the kernel's parameters for the launch (`arguments`).
 
@@ -35,7 +38,8 @@ from typing import Any
 
 from tolk_lint.frontends.python.consts import UNKNOWN, Alias, HostArray, evaluate
 from tolk_lint.frontends.python.discover import Compiled, Ctx, Discovery, Fn
-from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope
+from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope, self_method
+from tolk_lint.frontends.python.vocabulary import CUDA_JIT
 from tolk_lint.launch.arguments import ArgFact, hull
 from tolk_lint.launch.c_types import INT64
 from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, GridRange, LaunchShape, as_grid, grid_hull, valid_block
@@ -52,11 +56,14 @@ def call_site_shapes(tree: ast.Module, finder: Any, path: str) -> dict[FuncInfo,
     stores = _stores(nodes)
     calls = {id(n.func): n for n, _s in nodes if isinstance(n, ast.Call) and isinstance(n.func, (ast.Subscript, ast.Name))}
     helpers = _Helpers(d, finder._by_node, nodes, calls, stores)
+    methods = _Methods(d, finder._by_node, nodes, stores)
     found: dict[FuncInfo, list[tuple]] = {}  # fi -> (block or Contract, line, what, argument facts, grid)
     for node, scope in nodes:
         if isinstance(node, ast.Subscript):
             kernels = _kernels(d, node.value, scope, node.lineno, stores) or helpers.kernels(node.value, scope)
-            if not kernels:
+            if not kernels:  # a method launching its parameter: a launch at each of its calls
+                for fi, block, line, facts, grid in methods.launches(node, scope):
+                    found.setdefault(fi, []).append((block, line, "call site", facts, grid))
                 continue
             blocks = _blocks_of_config(node.slice, scope, node.lineno)
             grid = _grid_of_config(node.slice, scope, node.lineno)
@@ -258,6 +265,126 @@ def _argument(call: ast.Call, name: str, positional: list[str]) -> ast.expr | No
     if i < len(call.args) and not any(isinstance(x, ast.Starred) for x in call.args[: i + 1]):
         return call.args[i]
     return None
+
+
+class _Methods:
+    """Kernels passed to a method that launches its parameter: numba-cuda's
+    test classes define each kernel in a test method and hand it to a method
+    of the class, ``self._test_dynshared_slice(slice_write, arr, expected)``
+    with ``def _test_dynshared_slice(self, func, arr, expected): ...
+    func[1, 1, 0, nshared](arr)``, or compile it there first,
+    ``cuda_func = cuda.jit(sig)(func); cuda_func[nblocks, blksize](...)``.
+
+    Each call of the method is a launch of the kernel it passes, at the
+    call's line, and a grid or block written as a parameter of the method
+    is what that call passes for it (``self.check_inc_index(ary, idx, c,
+    sig, 1, 32, atomic_inc32)``: block (32,1,1)); one it passes no constant
+    for is that launch's unread block. The method is followed only when
+    every use of its name in the file is a call through ``self`` that
+    `scope.self_method` resolves to it, no other ``def`` of the file shares
+    its name (an override would take some of those calls), and every call
+    passes a kernel; else no call launches anything (never a wrong launch).
+    The parameters read are never assigned in the method."""
+
+    def __init__(self, d: Discovery, by_node: dict, nodes: list, stores: dict):
+        self.d, self.by_node, self.stores = d, by_node, stores
+        self.uses: dict[str, list[tuple[ast.expr, Scope]]] = {}  # every `name` and `x.name`, by name
+        self.calls: dict[int, ast.Call] = {}  # a call, by its callee's node
+        for n, s in nodes:
+            if isinstance(n, ast.Name):
+                self.uses.setdefault(n.id, []).append((n, s))
+            elif isinstance(n, ast.Attribute):
+                self.uses.setdefault(n.attr, []).append((n, s))
+            elif isinstance(n, ast.Call):
+                self.calls[id(n.func)] = n
+        self.defs: dict[str, int] = {}
+        for fdef in by_node:
+            self.defs[fdef.name] = self.defs.get(fdef.name, 0) + 1
+
+    def launches(self, launch: ast.Subscript, scope: Scope) -> list[tuple]:
+        """(kernel, block or None, line, argument facts, grid) for each call
+        of the method ``launch`` is in, when it launches its parameter."""
+        fdef = scope.node
+        in_class = scope.kind == "function" and scope.parent is not None and scope.parent.kind == "class"
+        if not in_class or not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or fdef.decorator_list:
+            return []  # a decorated method may be static, a class method, or wrapped
+        method = self.by_node.get(fdef)
+        a = fdef.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        if method is None or method.kind != "plain" or len(positional) < 2 or self.defs.get(fdef.name) != 1:
+            return []
+        params = positional[1:] + [p.arg for p in a.kwonlyargs]  # what a call through `self` passes
+        param = self._launched(launch.value, scope, params, launch.lineno)
+        calls = self._calls(method, fdef.name)
+        if param is None or not calls:
+            return []
+        launch_call = self.calls.get(id(launch))
+        out = []
+        for call, s in calls:
+            arg = _argument(call, param, positional[1:])
+            kernels = _kernels(self.d, arg, s, call.lineno, self.stores) if arg is not None else []
+            if not kernels:
+                return []  # one call passes something else: none is followed
+            config = self._config(launch, scope, params, positional[1:], call, s)
+            blocks = [b for v in config[1] for b in [_as_block(v)] if b is not None] if config else []
+            grid = grid_hull([as_grid(v) for v in config[0]]) if config else None
+            for fi in kernels:
+                facts = _argument_facts(fi, launch_call, scope) if launch_call is not None else {}
+                out += [(fi, block, call.lineno, facts, grid) for block in blocks or [None]]
+        return out
+
+    def _launched(self, node: ast.expr, scope: Scope, params: list[str], line: int) -> str | None:
+        """The parameter ``node`` is: itself, or a local the method assigns
+        once ``cuda.jit(param)`` or ``cuda.jit(sig)(param)``."""
+        if not isinstance(node, ast.Name) or len(scope.bindings.get(node.id, ())) != 1:
+            return None
+        if node.id in params:
+            return node.id
+        [b] = scope.bindings[node.id]
+        flow = b.value
+        if b.kind != "unknown" or not isinstance(flow, Flow) or flow.each or flow.index:
+            return None
+        call = flow.expr
+        if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
+            return None
+        jit = call.func
+        if isinstance(jit, ast.Call):  # `cuda.jit(sig)`: a kernel still, unless `device=True`
+            if any(k.arg in (None, "device") for k in jit.keywords):
+                return None
+            jit = jit.func
+        if scope.qual(jit, b.line) not in CUDA_JIT:
+            return None
+        p = call.args[0]
+        if isinstance(p, ast.Name) and p.id in params and len(scope.bindings.get(p.id, ())) == 1:
+            return p.id
+        return None
+
+    def _calls(self, method: FuncInfo, name: str) -> list[tuple[ast.Call, Scope]]:
+        """Every call of ``method``, when every use of its name is one."""
+        out = []
+        for use, s in self.uses.get(name, ()):
+            call = self.calls.get(id(use))
+            through_self = isinstance(use, ast.Attribute) and self_method(s, use, use.lineno) is method
+            if call is None or not through_self:
+                return []  # read as a value, called otherwise, or another thing of that name
+            out.append((call, s))
+        return out
+
+    def _config(self, launch: ast.Subscript, scope: Scope, params: list[str], positional: list[str],
+                call: ast.Call, caller: Scope) -> tuple[list, list] | None:  # fmt: skip
+        """The values the launch's grid and block have at this call."""
+        sl = launch.slice
+        if not (isinstance(sl, ast.Tuple) and len(sl.elts) >= 2):
+            return None
+        out = []
+        for e in sl.elts[:2]:
+            if isinstance(e, ast.Name) and e.id in params:
+                arg = _argument(call, e.id, positional)
+                ok = arg is not None and len(scope.bindings.get(e.id, ())) == 1
+                out.append(_values(arg, caller, call.lineno, 0) if ok else [])
+            else:
+                out.append(_values(e, scope, launch.lineno, 0))
+        return out[0], out[1]
 
 
 def _values_kernels(d: Discovery, node: ast.expr, scope: Scope, line: int) -> list[FuncInfo]:
