@@ -15,6 +15,11 @@ every trip its header is reached:
   same bound less ``c``, zero, and ``v``'s start; for a ping-pong index
   (``src = 1 - src``, ``src ^= 1`` from a constant start) the least and
   greatest of the two values it takes (`_toggle_range`);
+- for two header values stepped alike on some paths (a pipeline's head,
+  stepped by each commit, and its tail, by each wait that retires a group):
+  that they keep their difference, that they stay equal, and the same in
+  the threads where a loop-invariant test of the loop holds or fails (a
+  producer under ``if (t4x < BLOCK_SIZE)``: `Fact.guard`, an implication);
 - each is checked at the loop's entry (the start values, given the path
   into the loop) and kept only if it is inductive: assuming every kept
   candidate of the header values at some trip (each a free symbol), and the
@@ -53,6 +58,7 @@ log = logging.getLogger("tolk_lint.memory")
 O = Opcode
 
 MAX_CANDIDATES = 64  # per loop
+MAX_GUARDS = 2  # loop-invariant tests a relation of two counters is also tried under
 MAX_ROUNDS = 12  # Houdini rounds per loop
 RELATIONS = ("lt", "le", "ge", "lo", "ls", "hs")
 
@@ -62,8 +68,8 @@ class Fact:
     """``phi REL bound + offset`` (``bound`` None: the constant ``offset``);
     with ``other`` (another header value of the loop, a counter whose step
     is ``phi``'s divided by ``scale``), the relation ``phi - scale * other ==
-    bound - scale * other_start``: the two move together (a compiler's byte
-    offset beside its element counter)."""
+    bound - scale * other_start`` (``bound`` None: ``== offset``): the two
+    move together (a compiler's byte offset beside its element counter)."""
 
     phi: Value
     rel: str  # lt le ge (signed), lo ls hs (unsigned); eq (with ``other``)
@@ -73,6 +79,10 @@ class Fact:
     other_start: Value | None = None
     scale: int = 1
     signed: bool = True  # how ``other`` widens to ``phi``'s width
+    # it holds in the threads where this loop-invariant predicate is ``guard_true``
+    # (``if (t4x < BLOCK_SIZE)`` around a pipeline's producer: only those threads commit)
+    guard: Value | None = None
+    guard_true: bool = True
 
 
 def _integer(v: Value) -> bool:
@@ -163,19 +173,33 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
     # consumer_wait that finds a group, beside its head, advanced by each
     # commit); the induction keeps the relation only if every latch path
     # steps both alike
+    # Both may also be stepped on some paths only (a producer's commit and its
+    # consumer_wait both under `if (t4x < BLOCK_SIZE)`): the relation is
+    # then tried as it is and in the threads a loop-invariant test of the
+    # loop lets through (`Fact.guard`).
+    stepped = []  # (header value, its constant steps)
     for phi in lp.header.phis():
         q = phi.result
-        if not _integer(q) or canon(q) is not q or q in exact or len(_starts(lp, q)) != 1:
-            continue
-        steps = set(_offsets(lp, q, canon).values())
-        for p in lp.ivs:
-            if p.step not in steps or not p.step or type_bits(p.phi.type) != type_bits(q.type) \
-                    or len(_starts(lp, p.phi)) != 1:  # fmt: skip
+        if _integer(q) and canon(q) is q and q not in exact and len(_starts(lp, q)) == 1:
+            stepped.append((q, {c for c in _offsets(lp, q, canon).values() if c}))
+    tests = _invariant_tests(lp, cfg)[:MAX_GUARDS]
+    for n, (q, steps) in enumerate(stepped):
+        partners = [p.phi for p in lp.ivs if p.step in steps and p.step]
+        partners += [r for r, rsteps in stepped[n + 1:] if steps & rsteps and 1 in steps & rsteps]
+        for p in partners:
+            if type_bits(p.type) != type_bits(q.type) or len(_starts(lp, p)) != 1:
                 continue
-            key = (q, p.phi, 1, True)
-            if key not in seen and len(out) < MAX_CANDIDATES:
-                seen.add(key)
-                out.append(Fact(q, "eq", next(iter(_starts(lp, q))), 0, p.phi, next(iter(_starts(lp, p.phi))), 1))
+            key = (q, p, 1, True)
+            if key in seen:
+                continue
+            seen.add(key)
+            qs, ps = next(iter(_starts(lp, q))), next(iter(_starts(lp, p)))
+            for g, when in [(None, True)] + [(g, w) for g in tests for w in (True, False)]:
+                # as their starts differ, or equal (`tail = head` before the loop,
+                # and a loop after one whose exit values it starts from)
+                for start in (qs, None):
+                    if len(out) < MAX_CANDIDATES:
+                        out.append(Fact(q, "eq", start, 0, p, ps, 1, guard=g, guard_true=when))
     # counters that move together: one's step a constant multiple of the other's
     for q in lp.ivs:
         for p in lp.ivs:
@@ -194,6 +218,33 @@ def candidates(mf: MemoryCore, lp: Loop) -> list[Fact]:
                 if key not in seen and len(out) < MAX_CANDIDATES:
                     seen.add(key)
                     out.append(Fact(q.phi, "eq", next(iter(sq)), 0, p.phi, next(iter(sp)), c, signed))
+    return out
+
+
+_PURE_OPS = frozenset({O.ADD, O.SUB, O.MUL, O.AND, O.OR, O.XOR, O.NOT, O.SHL, O.SHR, O.CMP, O.SELECT, O.CVT})
+
+
+def _same_every_trip(v: Value, lp: Loop, cfg, depth: int = 0) -> bool:
+    """``v`` is loop-invariant (`CFG.invariant`), or arithmetic on such values
+    that the loop recomputes each trip (nvcc's ``setp.gt.u32 %p3, %r1, 15``
+    in the header, of the thread index)."""
+    if cfg.invariant(v, lp):
+        return True
+    d = v.defn
+    if depth > 4 or d is None or d.op not in _PURE_OPS:
+        return False
+    return all(_same_every_trip(a, lp, cfg, depth + 1) for a in d.args)
+
+
+def _invariant_tests(lp: Loop, cfg) -> list[Value]:
+    """The conditions of the loop's branches that are the same at every trip
+    (computed before the loop, or from such values only), in block order."""
+    out: list[Value] = []
+    for b in lp.blocks:
+        t = b.terminator
+        if t is not None and t.op is O.BRANCH and t.args and t.args[0] not in out \
+                and _same_every_trip(t.args[0], lp, cfg):  # fmt: skip
+            out.append(t.args[0])
     return out
 
 
@@ -298,10 +349,19 @@ def fact_term(enc: MemoryEncoder, f: Fact, value_of, t: int):
         if y is None:
             return None
         y = enc.fit(enc._bv(y), w, f.signed)
-        y0 = enc.fit(enc._bv(enc.enc(f.other_start, t)), w, f.signed)
-        x0 = enc.fit(enc._bv(enc.enc(f.bound, t)), w, True)
         c = z3.BitVecVal(f.scale % (1 << w), w)
-        return x - c * y == x0 - c * y0
+        if f.bound is None:  # a constant difference (the starts may be merged values the encoder does not know)
+            rel = x - c * y == z3.BitVecVal(f.offset % (1 << w), w)
+        else:
+            y0 = enc.fit(enc._bv(enc.enc(f.other_start, t)), w, f.signed)
+            x0 = enc.fit(enc._bv(enc.enc(f.bound, t)), w, True)
+            rel = x - c * y == x0 - c * y0
+        if f.guard is None:
+            return rel
+        g = enc.enc(f.guard, t)
+        if not z3.is_bool(g):
+            return None
+        return z3.Implies(g if f.guard_true else z3.Not(g), rel)
     if f.bound is None:
         b = z3.BitVecVal(f.offset % (1 << w), w)
     else:
@@ -351,7 +411,7 @@ class LoopInvariants:
             got = self._relations[lp] = {}
             tested = {ex.iv.phi for ex in lp.exits if ex.iv is not None}
             bases: set = set()
-            rels = [f for f in self.facts(lp) if f.other is not None]
+            rels = [f for f in self.facts(lp) if f.other is not None and f.guard is None and f.bound is not None]
             for f in sorted(rels, key=lambda f: f.other not in tested):
                 if f.phi in got or f.phi in bases or f.other in got:
                     continue
