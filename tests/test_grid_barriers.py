@@ -88,3 +88,31 @@ def test_one_grid_sync_is_one_finding_with_its_other_barrier(tmp_path):
     ptx = _ptx(tmp_path, "divergent_sync", src)
     found = [d for d in lint_file(str(ptx)).diagnostics if d.code == "TL101"]
     assert len(found) == 1 and len(found[0].data["also_at"]) == 1
+
+
+GRID_STRIDE_INT = """\
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void count_odd(const int *in, int *odd, unsigned size)
+{
+    cg::grid_group grid = cg::this_grid();
+    for (int i = grid.thread_rank(); i < size; i += grid.size()) {
+        unsigned votes = __ballot_sync(0xffffffffu, in[i] & 1);
+        if ((threadIdx.x & 31) == 0)
+            atomicAdd(odd, __popc(votes));
+    }
+}
+"""
+
+
+def test_an_int_counter_kept_in_a_64_bit_register_is_a_counter(tmp_path):
+    # nvcc keeps `int i` stepped by the 64-bit grid.size() in a 64-bit
+    # register, re-widening its low 32 bits each trip (cvt.s64.s32): a counter
+    # whose only readers read those 32 bits (`ir.cfg.CFG._rewidened`)
+    from tolk_lint.ir.cfg import cfg_of
+
+    ptx = _ptx(tmp_path, "grid_stride", GRID_STRIDE_INT)
+    [k] = parse_ptx(ptx.read_text(), str(ptx)).kernels
+    [lp] = cfg_of(k).loops
+    wide = [iv for iv in lp.ivs if iv.phi.type in ("s64", "u64", "b64") and iv.step_value is not None]
+    assert wide, [(iv.phi.name, iv.step, iv.step_value) for iv in lp.ivs]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tolk_lint.ir.nodes import Block, Instr, Kernel, Value
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 
@@ -98,6 +98,7 @@ class CFG:
         self.entry = kernel.blocks[0]
         self.rpo = self._rpo()
         self.order = {b: i for i, b in enumerate(self.rpo)}
+        self._users: dict[Value, list[Instr]] | None = None  # `_rewidened`, built on first use
         self.idom = self._dominators()
         self.ipdom, self._pdom_exit = self._post_dominators()
         self.irreducible: set[Block] = set()
@@ -335,16 +336,51 @@ class CFG:
             lp.exits.append(ex)
 
     def _invariant_step(self, nxt: Value, phi: Value, lp: Loop) -> tuple[Value, bool] | None:
-        """``phi + s`` or ``phi - s`` with ``s`` defined outside the loop."""
+        """``phi + s`` or ``phi - s`` with ``s`` defined outside the loop;
+        ``phi`` may be re-widened from its low 32 bits first (`_rewidened`)."""
         d = nxt.defn
         if d is None or d.op not in (Opcode.ADD, Opcode.SUB) or len(d.args) != 2:
             return None
         a, b = d.args
+        if self._rewidened(a, phi):
+            a = phi
+        if d.op is Opcode.ADD and self._rewidened(b, phi):
+            b = phi
         if a is phi and self.invariant(b, lp):
             return b, d.op is Opcode.SUB
         if d.op is Opcode.ADD and b is phi and self.invariant(a, lp):
             return a, False
         return None
+
+    def _rewidened(self, x: Value, phi: Value) -> bool:
+        """``x`` is ``phi``'s low 32 bits widened again (``cvt.s64.s32 %rd9,
+        %rd28``: a 32-bit ``int`` counter kept in a 64-bit register, as nvcc
+        steps ``for (int i = grid.thread_rank(); ...; i += grid.size())``),
+        and nothing reads more of ``phi`` than its low 32 bits. Then ``phi +
+        s`` is a counter for every use: its high bits, which differ from the
+        re-widened sum's, are never read."""
+        d = x.defn
+        if d is None or d.op is not Opcode.CVT or not d.args or d.args[0] is not phi:
+            return False
+        if d.attrs.get("from_type") is None or type_bits(str(d.attrs["from_type"])) != 32 or type_bits(phi.type) != 64:
+            return False
+        if self._users is None:
+            self._users = {}
+            for ins in self.kernel.instrs():
+                for a in ins.args:
+                    self._users.setdefault(a, []).append(ins)
+        for u in self._users.get(phi, ()):
+            narrow_from = u.attrs.get("from_type") is not None and type_bits(str(u.attrs["from_type"])) <= 32
+            if u.op is Opcode.CVT and (narrow_from or all(type_bits(r.type) <= 32 for r in u.results)):
+                continue
+            if u.op is Opcode.SHL and len(u.args) == 2 and u.args[0] is phi:
+                c = u.args[1].defn.attrs.get("value") if u.args[1].defn is not None else None
+                if isinstance(c, int) and not isinstance(c, bool) and c >= 32:
+                    continue
+            if u.op is Opcode.PHI and u.result is phi:
+                continue
+            return False
+        return True
 
     def invariant(self, v: Value, lp: Loop) -> bool:
         """Whether ``v`` is defined outside ``lp``, or is a constant, a
