@@ -156,6 +156,20 @@ def statement_end(toks: list[Token], j: int) -> int:
     return len(toks)
 
 
+def matching_open(toks: list[Token], i: int) -> int:
+    """The index of the ``(`` opening the ``)`` at ``i`` (or -1)."""
+    depth = 0
+    for j in range(i, -1, -1):
+        t = toks[j].text
+        if t == ")":
+            depth += 1
+        elif t == "(":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
 def matching(toks: list[Token], i: int) -> int:
     """The index of the bracket closing the one at ``i`` (or len(toks))."""
     opening = toks[i].text

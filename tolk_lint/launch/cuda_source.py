@@ -33,7 +33,7 @@ from typing import Any
 
 from tolk_lint.launch import host_eval
 from tolk_lint.launch.arguments import hull, launch_facts
-from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, split_args, split_top, statement_end
+from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, matching_open, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.cuda_structure import (
     DECL_WORDS,
@@ -499,16 +499,7 @@ def _opener_index(toks: list[Token], brace: int) -> int:
     """The token index of `_opener`'s word."""
     k = brace - 1
     if toks[k].text == ")":
-        depth = 0
-        while k > 0:
-            if toks[k].text == ")":
-                depth += 1
-            elif toks[k].text == "(":
-                depth -= 1
-                if depth == 0:
-                    break
-            k -= 1
-        k -= 1
+        k = matching_open(toks, k) - 1
     return k
 
 
@@ -518,16 +509,7 @@ def _lambda_body(toks: list[Token], brace: int) -> bool:
     while k > 0 and toks[k].kind == "name" and toks[k].text in ("mutable", "noexcept"):
         k -= 1
     if toks[k].text == ")":
-        depth = 0
-        while k > 0:
-            if toks[k].text == ")":
-                depth += 1
-            elif toks[k].text == "(":
-                depth -= 1
-                if depth == 0:
-                    break
-            k -= 1
-        k -= 1
+        k = matching_open(toks, k) - 1
     return toks[k].text == "]" if k >= 0 else False
 
 
