@@ -1,10 +1,18 @@
 """A launch as solver terms: what TL205's contract says of the block
-dimensions, and what the launch's arguments fix of the kernel's parameters
+dimensions, what the launch says of the grid, and what the launch's arguments fix of the kernel's parameters
 (`tolk_lint.launch.arguments`), for the encoders to assume when a kernel is
 linted under it. What it may import: nothing of the analyses (it reads the
 contract's and the facts' fields)."""
 
 from __future__ import annotations
+
+
+def grid_constraints(z3, nctaid: list, grid) -> list:
+    """What the launch says of the grid (``grid``: each dimension's (lo, hi)
+    blocks, `tolk_lint.launch.shapes.GridRange`; None: any) on ``nctaid``."""
+    if grid is None:
+        return []
+    return [c for d in range(3) for c in (z3.UGE(nctaid[d], grid[d][0]), z3.ULE(nctaid[d], grid[d][1]))]
 
 
 def contract_constraints(z3, ntid: list, contract) -> list:

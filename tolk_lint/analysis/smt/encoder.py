@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
-from tolk_lint.analysis.smt.contract_terms import argument_constraints, contract_constraints
+from tolk_lint.analysis.smt.contract_terms import argument_constraints, contract_constraints, grid_constraints
 from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
@@ -120,13 +120,10 @@ class Encoder:
             for d in range(3):
                 self.per_thread_symbols.add(f"tid.{'xyz'[d]}@t{t}")
         c = self.constraints
-        grid = k.launch.grid  # what the launch says of the grid: each dimension's (lo, hi)
+        c += grid_constraints(z3, self.nctaid, k.launch.grid)
         for d in range(3):
             c.append(z3.UGE(self.nctaid[d], 1))
             c.append(z3.ULT(self.ctaid[d], self.nctaid[d]))
-            if grid is not None:
-                c.append(z3.UGE(self.nctaid[d], grid[d][0]))
-                c.append(z3.ULE(self.nctaid[d], grid[d][1]))
             for t in (0, 1):
                 if block is not None and block[d] == 1:
                     c.append(self.tid[t][d] == 0)
