@@ -192,6 +192,26 @@ def _references(toks: list[Token]) -> dict[str, tuple[IntType, bool]]:
     return out
 
 
+def call_open(toks: list[Token], j: int) -> tuple[int, int]:
+    """The ``(`` of the call whose argument holds token ``j`` and which of
+    its arguments that is (counted from 0); (-1, 0) when ``j`` is in no
+    call's argument list (a ``[``/``{`` or the statement's start comes first)."""
+    depth, position = 0, 0
+    for k in range(j - 1, -1, -1):
+        t = toks[k].text
+        if t in (")", "]", "}"):
+            depth += 1
+        elif t in ("(", "[", "{"):
+            if depth == 0:
+                return (k, position) if t == "(" else (-1, 0)
+            depth -= 1
+        elif t == "," and depth == 0:
+            position += 1
+        elif t == ";" and depth == 0:
+            return -1, 0
+    return -1, 0
+
+
 def passed_by_reference(src: CudaSource, j: int) -> bool:
     """Whether the name at token ``j`` is a whole argument of a call that may
     change it through a reference: a parameter of one of the file's
@@ -200,29 +220,17 @@ def passed_by_reference(src: CudaSource, j: int) -> bool:
     toks = src.tokens
     if j < 2 or j + 1 >= len(toks) or toks[j - 1].text not in ("(", ",") or toks[j + 1].text not in (")", ","):
         return False
-    depth, position = 0, 0
-    for k in range(j - 1, -1, -1):
-        t = toks[k].text
-        if t in (")", "]", "}"):
-            depth += 1
-        elif t in ("(", "[", "{"):
-            if depth == 0:
-                if t != "(" or k == 0 or toks[k - 1].kind != "name":
-                    return False
-                callee = toks[k - 1].text
-                if callee == "swap":
-                    return True
-                for f in src.functions:
-                    names = [n for n, _t in f.param_list]
-                    if f.name == callee and position < len(names) and names[position] in f.references:
-                        if not f.references[names[position]][1]:
-                            return True
-                return False
-            depth -= 1
-        elif t == "," and depth == 0:
-            position += 1
-        elif t in (";",) and depth == 0:
-            return False
+    k, position = call_open(toks, j)
+    if k <= 0 or toks[k - 1].kind != "name":
+        return False
+    callee = toks[k - 1].text
+    if callee == "swap":
+        return True
+    for f in src.functions:
+        names = [n for n, _t in f.param_list]
+        if f.name == callee and position < len(names) and names[position] in f.references:
+            if not f.references[names[position]][1]:
+                return True
     return False
 
 

@@ -36,6 +36,7 @@ from tolk_lint.launch.cuda_structure import (
     DECL_WORDS,
     Launch,
     binds_on_every_path,
+    call_open,
     declaration_type,
     in_parens,
     passed_by_reference,
@@ -104,7 +105,7 @@ def occupancy_contract(src: CudaSource, launch: Launch, max_threads: int | None)
     # a limit that is not a multiple of 32 may itself be the block: only the bound holds then
     warp = limit % WARP == 0
     contract = Contract((limit, 1, 1), limit, "flat", warp_multiple=warp)
-    api = toks[_call_open(toks, j) - 1].text
+    api = toks[call_open(toks, j)[0] - 1].text
     return contract, f"its block from `{api}` at {src.label}:{toks[j].line}"
 
 
@@ -117,26 +118,10 @@ def _declares(src: CudaSource, j: int, start: int) -> bool:
     return prev == "," and not in_parens(src.tokens, start, j) and declaration_type(src.tokens, j, start) is not None
 
 
-def _call_open(toks: list[Token], j: int) -> int:
-    """The ``(`` of the call whose argument holds token ``j`` (-1: none)."""
-    depth = 0
-    for k in range(j - 1, -1, -1):
-        t = toks[k].text
-        if t in (")", "]", "}"):
-            depth += 1
-        elif t in ("(", "[", "{"):
-            if depth == 0:
-                return k if t == "(" else -1
-            depth -= 1
-        elif t == ";" and depth == 0:
-            return -1
-    return -1
-
-
 def _occupancy_call(toks: list[Token], j: int) -> list[list[Token]] | None:
     """The arguments of the occupancy call whose ``blockSize`` argument is
     ``&name`` at token ``j``; None: ``&name`` is anything else."""
-    open_ = _call_open(toks, j)
+    open_ = call_open(toks, j)[0]
     if open_ < 1 or toks[open_ - 1].text not in OCCUPANCY_APIS:
         return None
     args = split_args(toks[open_ + 1 : matching(toks, open_)])
