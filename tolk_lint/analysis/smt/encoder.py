@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
 from tolk_lint.analysis.smt.contract_terms import argument_constraints, contract_constraints, grid_constraints
+from tolk_lint.analysis.smt import lane_ranks
 from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
@@ -697,7 +698,9 @@ class Encoder:
             # the loops over it
             x = self._bv(args[0])
             narrow = x.size().bit_length()  # the count's own width: small adders for the solver
-            return self.fit(_sum([z3.ZeroExt(narrow - 1, z3.Extract(i, i, x)) for i in range(x.size())]), w)
+            count = self.fit(_sum([z3.ZeroExt(narrow - 1, z3.Extract(i, i, x)) for i in range(x.size())]), w)
+            lane_ranks.note(self, d, t, x, count)  # a lane's rank among the set bits below it
+            return count
         if op is O.PURE or floaty:
             fn = d.attrs.get("fn", op.value)
             return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))
@@ -751,6 +754,10 @@ class Encoder:
         if op in (O.DIV, O.REM):
             a, b = xs
             if d.attrs.get("floor"):
+                c = _int_const(d.args[1])
+                if c is not None and c > 0 and c & (c - 1) == 0:  # `tid // 32`, `i % 2`: a shift and a mask,
+                    shift = c.bit_length() - 1  # where two division circuits cost the solver seconds
+                    return ((a >> shift) if signed else z3.LShR(a, shift)) if op is O.DIV else a & (c - 1)
                 r = a % b  # z3py: BitVec % is bvsmod, the sign of the divisor (Python)
                 return (a - r) / b if op is O.DIV else r
             if op is O.DIV:
@@ -770,6 +777,12 @@ _STRUCTURAL = frozenset(
     {O.ADD, O.SUB, O.MUL, O.MAD, O.DIV, O.REM, O.NEG, O.ABS, O.MIN, O.MAX, O.AND, O.OR, O.XOR,
      O.NOT, O.SHL, O.SHR, O.CMP, O.SELECT, O.CVT, O.PURE, O.PACK, O.EXTRACT}
 )  # fmt: skip
+
+
+def _int_const(v: Value) -> int | None:
+    d = v.defn
+    c = d.attrs.get("value") if d is not None and d.op is O.CONST else None
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
 
 
 def _sum(xs):
