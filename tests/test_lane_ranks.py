@@ -56,7 +56,10 @@ def test_floor_division_by_a_power_of_two_is_pythons(n):
         got[name] = v.as_signed_long()
     assert got == {"div8": n // 8, "rem8": n % 8, "div6": n // 6}
     # the power of two is a shift and a mask: no division circuit left
-    assert "bvsdiv" not in enc.enc(div8.results[0], 0).sexpr() and "bvsmod" not in enc.enc(rem8.results[0], 0).sexpr()
+    assert (
+        "bvsdiv" not in enc.enc(div8.results[0], 0).sexpr()
+        and "bvsmod" not in enc.enc(rem8.results[0], 0).sexpr()
+    )
 
 
 def test_rank_facts_hold_for_every_value():
@@ -64,7 +67,7 @@ def test_rank_facts_hold_for_every_value():
     `note` adds are true of ``popc(bits & ((1 << lane) - 1))``."""
 
     def rank(bits, lane):
-        return bin(bits & ((1 << lane) - 1)).count("1")
+        return (bits & ((1 << lane) - 1)).bit_count()
 
     for bits, l0, l1 in itertools.product(range(64), range(6), range(6)):
         assert rank(bits, l0) <= l0

@@ -47,8 +47,9 @@ the analysis's shared types (`tolk_lint.analysis.buffers`,
 `tolk_lint.analysis.uniformity_info`); nothing imports it but the analyses.
 """
 
-from tolk_lint.analysis.smt.encoder import MAX_NODES, REGION_LIMIT, Encoder
+from tolk_lint.analysis.smt.encoder import MAX_NODES, Encoder
 from tolk_lint.analysis.smt.masks import mask_names_its_lanes
+from tolk_lint.analysis.smt.paths import REGION_LIMIT
 from tolk_lint.analysis.smt.questions import (
     _assume,
     inputs_text,
