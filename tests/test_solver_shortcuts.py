@@ -99,3 +99,26 @@ def test_cached_terms_are_what_a_fresh_evaluation_gives():
             assert pairs._terms_of(acc, ctx) == first
             seen += first is not None
     assert seen == 8  # the store (e // 64, e % 64 at each trip) and the load, each evaluated
+
+
+def test_witness_symbols_read_through_the_c_calls_are_the_portable_walks():
+    """`shrink.witness_symbols` walks a formula through Z3's C functions
+    directly (no wrapper objects per node); it finds the same symbols, in
+    the same order, as the walk over z3py's objects, on a formula with
+    shared subterms, unnamed and named constants of other prefixes, a
+    Boolean constant and an uninterpreted function."""
+    from tolk_lint.analysis.smt import shrink
+
+    z3 = smt.z3mod()
+    smt.fresh_context()
+    t0, t1 = z3.BitVec("tid.x@t0", 32), z3.BitVec("tid.x@t1", 32)
+    n, k = z3.BitVec("param:n", 64), z3.BitVec("k_loop", 64)
+    other, flag = z3.BitVec("mem7_0", 32), z3.Bool("p@t0")
+    f = z3.Function("seen_s", z3.BitVecSort(64), z3.BitVecSort(32))
+    shared = z3.ZeroExt(32, t0 + t1) * k
+    formulas = [z3.And(shared == n, f(shared) == other, flag), z3.ULT(t0, 128), shared != 0]
+    raw = shrink.witness_symbols(z3, formulas)
+    portable = shrink._constants(z3, formulas, shrink._PREFIXES)
+    assert [str(x) for x in raw] == sorted(portable) == ["k_loop", "param:n", "tid.x@t0", "tid.x@t1"]
+    assert all(x.eq(portable[str(x)]) for x in raw)
+    assert shrink.witness_symbols(z3, []) == []

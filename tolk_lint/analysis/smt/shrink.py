@@ -40,6 +40,61 @@ _PREFIXES = ("ntid.", "tid.", "k_", "g_", "s_", "param:")
 def witness_symbols(z3, assertions, prefixes: tuple[str, ...] = _PREFIXES) -> list[Any]:
     """The bit-vector constants of the assertions whose names start with
     one of ``prefixes`` (by default, those a witness shows), in name order."""
+    try:
+        found = _constants_raw(z3, assertions, prefixes)
+    except (AttributeError, TypeError, IndexError):  # another z3 build's bindings: the portable walk
+        found = _constants(z3, assertions, prefixes)
+    return [found[n] for n in sorted(found)]
+
+
+def _raw_calls() -> tuple:
+    """Z3's C functions themselves (the ctypes handles behind `z3.z3core`),
+    without the Python wrappers' error check and reference counting per
+    call: a walk over a large formula's nodes makes millions of calls, and
+    the wrappers were three quarters of a lint's time in witnesses."""
+    from z3 import z3core
+
+    names = ("Z3_get_ast_id", "Z3_get_ast_kind", "Z3_to_app", "Z3_get_app_num_args", "Z3_get_app_arg",
+             "Z3_get_app_decl", "Z3_get_decl_kind", "Z3_get_decl_name", "Z3_get_symbol_string")  # fmt: skip
+    return tuple(getattr(z3core, n).__defaults__[0].f for n in names)
+
+
+def _constants_raw(z3, assertions, prefixes: tuple[str, ...]) -> dict[str, Any]:
+    if not len(assertions):
+        return {}
+    ast_id, kind, to_app, num_args, arg, app_decl, decl_kind, decl_name, symbol_string = _raw_calls()
+    ctx = assertions[0].ctx
+    c = ctx.ref()
+    app_ast, uninterpreted = z3.Z3_APP_AST, z3.Z3_OP_UNINTERPRETED
+    seen: set[int] = set()
+    found: dict[str, Any] = {}
+    stack = [x.as_ast() for x in assertions]  # the assertions own every node below them while we walk
+    while stack:
+        x = stack.pop()
+        i = ast_id(c, x)
+        if i in seen:
+            continue
+        seen.add(i)
+        if kind(c, x) != app_ast:
+            continue
+        app = to_app(c, x)
+        n = num_args(c, app)
+        if n:
+            stack.extend(arg(c, app, j) for j in range(n))
+            continue
+        d = app_decl(c, app)
+        if decl_kind(c, d) != uninterpreted:
+            continue
+        name = symbol_string(c, decl_name(c, d))
+        name = name.decode() if isinstance(name, bytes) else name
+        if name.startswith(prefixes) and name not in found:
+            e = z3.z3._to_expr_ref(x, ctx)  # a counted reference, kept past the walk
+            if z3.is_bv(e):
+                found[name] = e
+    return found
+
+
+def _constants(z3, assertions, prefixes: tuple[str, ...]) -> dict[str, Any]:
     seen: set[int] = set()
     found: dict[str, Any] = {}
     stack = list(assertions)
@@ -55,7 +110,7 @@ def witness_symbols(z3, assertions, prefixes: tuple[str, ...] = _PREFIXES) -> li
                 found[name] = x
             continue
         stack.extend(x.children())
-    return [found[n] for n in sorted(found)]
+    return found
 
 
 def _signed(x, unsigned: frozenset[str]) -> bool:
