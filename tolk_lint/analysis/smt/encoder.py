@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis.buffers import mem_root, space_of
-from tolk_lint.analysis.smt import lane_ranks
+from tolk_lint.analysis.smt import bit_ops, lane_ranks
 from tolk_lint.analysis.smt.contract_terms import argument_constraints, contract_constraints, grid_constraints
 from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
 from tolk_lint.analysis.smt.paths import PathConditions
@@ -536,6 +536,12 @@ class Encoder(PathConditions):
             count = self.fit(_sum([z3.ZeroExt(narrow - 1, z3.Extract(i, i, x)) for i in range(x.size())]), w)
             lane_ranks.note(self, d, t, x, count)  # a lane's rank among the set bits below it
             return count
+        if op is O.PURE and d.attrs.get("fn") in bit_ops.FUNCTIONS and len(args) == 1 and not floaty:
+            x = self._bv(args[0])
+            bits = type_bits(a_types[0]) or x.size()  # a Numba int32 is encoded wide: scan its own bits
+            if bits < x.size():
+                x = z3.Extract(bits - 1, 0, x)
+            return bit_ops.bit_scan(z3, d.attrs["fn"], x, d.attrs, w)
         if op is O.PURE or floaty:
             fn = d.attrs.get("fn", op.value)
             return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))

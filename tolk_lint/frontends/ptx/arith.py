@@ -113,7 +113,10 @@ class ArithmeticLowering(OpaqueLowering):
             self.write(d1, ins.results[0])
             self.write(d2, ins.results[1])
             return
-        v = self.value(O.PURE, args, rt, {"fn": fam}, self.dname(dest))
+        attrs: dict[str, Any] = {"fn": fam}
+        if fam == "bfind":  # which bit it finds, and what it returns (`smt.bit_ops`)
+            attrs.update(signed=t.startswith("s"), shiftamt="shiftamt" in oi.mods)
+        v = self.value(O.PURE, args, rt, attrs, self.dname(dest))
         self.write(dest, v)
 
     def _bit_field(self, fam: str, oi: OpInfo, ops: list) -> bool:
