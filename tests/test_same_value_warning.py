@@ -75,3 +75,19 @@ def k(x, out):
     diags = [d for d in lint_text(text, "k.py", BLOCK).diagnostics if d.code == "TL201"]
     assert diags and any(d.severity.value == "error" for d in diags)
     assert all(d.severity.value == "error" for d in diags if d.span.line == 14)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_an_exchange_whose_old_value_is_unread_stores_like_a_plain_store(tmp_path):
+    """`atomicExch(&flag, 1)` beside `flag = 1` (the eigenvalue sample's
+    split flag): a warning. A different value, or an exchange whose old value
+    is read, stays an error."""
+    cu = ROOT / "cuda" / "memory" / "split_flag_atomic_exchange.cu"
+    ptx = compile_cuda(cu, out_dir=str(tmp_path))
+    res = lint_file(str(ptx), BLOCK)
+    by_kernel = {}
+    for d in res.diagnostics:
+        if d.code == "TL201":
+            name = next(k for k in ("mixed_values", "old_value_read", "split_flag") if k in d.message)
+            by_kernel.setdefault(name, set()).add(d.severity.value)
+    assert by_kernel == {"split_flag": {"warning"}, "mixed_values": {"error"}, "old_value_read": {"error"}}

@@ -640,6 +640,9 @@ class Query:
 
     def stored_value(self, acc: Access, t: int, trips):
         ins = acc.instr
+        if ins.op is O.ATOMIC and ins.attrs.get("op") == "exch" and len(ins.args) == 2:
+            self.context(trips)  # an exchange stores its operand (`race_findings.stores_a_value`)
+            return self.enc._bv(self.enc.enc(ins.args[1], t))
         if ins.op is not O.STORE or len(ins.args) < 2:
             return None
         self.context(trips)

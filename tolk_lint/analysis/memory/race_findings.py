@@ -106,7 +106,7 @@ def race_finding(mf: MemoryCore, a: Access, ta, b: Access, tb, code: str, q: Que
     same_value = False
     if model is not None and q is not None:
         witness = _witness(mf, q, model, a, trips_a, b, trips_b, fa, same_thread)
-        if code == "TL201" and a.kind == "write" and b.kind == "write" and fa is not None and fb is not None:
+        if code == "TL201" and stores_a_value(a) and stores_a_value(b) and fa is not None and fb is not None:
             same_value = _same_value(mf, q, a, ta, b, tb, fa, fb, model)
     return Race(code, kind, later, other, copy, same_thread, same_value, witness, status, reason, walk, model)
 
@@ -146,7 +146,8 @@ def direct_race(mf: MemoryCore, a: Access, b: Access, hint, code: str, walks, sa
     if trips:
         w["trips"] = trips
     same_value = False
-    if code == "TL201" and a.instr.op is O.STORE and b.instr.op is O.STORE and len(a.instr.args) > 1:
+    if code == "TL201" and stores_a_value(a) and stores_a_value(b) and len(a.instr.args) > 1 \
+            and len(b.instr.args) > 1:  # fmt: skip
         try:
             ea, eb = ev, mf.evaluator(cb)
             xa, xb = ea.ev(a.instr.args[1]), eb.ev(b.instr.args[1])
@@ -165,8 +166,10 @@ def race_kind(code, later: Access, other: Access, copy, same_thread, walks, kind
     access paired with a copy, which tell a read the copying thread itself
     makes before the retiring wait."""
     if code == "TL201":
-        return "write-write" if later.writes and other.writes and not (later.reads or other.reads) \
-            else "read-write"  # fmt: skip
+        def only_writes(acc: Access) -> bool:  # an exchange nothing reads the old value of only writes
+            return acc.writes and (not acc.reads or stores_a_value(acc))
+
+        return "write-write" if only_writes(later) and only_writes(other) else "read-write"
     x = other if later is copy else later
     if later is copy:
         if x.kind == "copy":
@@ -184,6 +187,27 @@ def race_kind(code, later: Access, other: Access, copy, same_thread, walks, kind
     if vx is not None and any(acc is x and vec_repr(v) == vec_repr(vx) for acc, v in w.own):
         return "read-before-wait"
     return "read-before-barrier"
+
+
+def stores_a_value(acc: Access) -> bool:
+    """A plain store, or an atomic exchange whose old value nothing reads
+    (`atomicExch(&flag, 1)` beside `flag = 1`, eigenvalues' bisection): both
+    leave the word holding the value they store, so two of them that store
+    one value race only in which lands last."""
+    ins = acc.instr
+    if acc.kind == "write":
+        return ins.op is O.STORE
+    if acc.kind != "atomic" or ins.op is not O.ATOMIC or ins.attrs.get("op") != "exch":
+        return False
+    k = ins.block.kernel if ins.block is not None else None
+    if k is None:
+        return False
+    read = k.cached("values_read", _values_read)
+    return not any(r in read for r in ins.results)
+
+
+def _values_read(k) -> frozenset:
+    return frozenset(a for i in k.instrs() for a in i.args)
 
 
 def _same_value(mf: MemoryCore, q: Query, a, ta, b, tb, fa, fb, model=None) -> bool:
