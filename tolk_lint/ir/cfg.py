@@ -353,16 +353,21 @@ class CFG:
         return None
 
     def _rewidened(self, x: Value, phi: Value) -> bool:
-        """``x`` is ``phi``'s low 32 bits widened again (``cvt.s64.s32 %rd9,
-        %rd28``: a 32-bit ``int`` counter kept in a 64-bit register, as nvcc
+        """``x`` is ``phi``'s low ``n`` bits widened again, and nothing reads
+        more of ``phi`` than its low ``n`` bits: a 32-bit ``int`` counter
+        kept in a 64-bit register (``cvt.s64.s32 %rd9, %rd28``, as nvcc
         steps ``for (int i = grid.thread_rank(); ...; i += grid.size())``),
-        and nothing reads more of ``phi`` than its low 32 bits. Then ``phi +
-        s`` is a counter for every use: its high bits, which differ from the
-        re-widened sum's, are never read."""
+        or a ``short`` counter in a 32-bit one (``cvt.s32.s16 %r12, %r16``,
+        read as ``(ib << 16) >> 14`` for ``4 * ib`` and as a 16-bit compare;
+        NVIDIA's SobelFilter). Then ``phi + s`` is a counter for every use:
+        its high bits, which differ from the re-widened sum's, are never
+        read."""
         d = x.defn
         if d is None or d.op is not Opcode.CVT or not d.args or d.args[0] is not phi:
             return False
-        if d.attrs.get("from_type") is None or type_bits(str(d.attrs["from_type"])) != 32 or type_bits(phi.type) != 64:
+        src = str(d.attrs.get("from_type") or "")
+        n, width = type_bits(src) if src else 0, type_bits(phi.type)
+        if not 8 <= n < width or src.startswith("f") or str(phi.type).startswith("f"):
             return False
         if self._users is None:
             self._users = {}
@@ -370,12 +375,12 @@ class CFG:
                 for a in ins.args:
                     self._users.setdefault(a, []).append(ins)
         for u in self._users.get(phi, ()):
-            narrow_from = u.attrs.get("from_type") is not None and type_bits(str(u.attrs["from_type"])) <= 32
-            if u.op is Opcode.CVT and (narrow_from or all(type_bits(r.type) <= 32 for r in u.results)):
+            narrow_from = u.attrs.get("from_type") is not None and type_bits(str(u.attrs["from_type"])) <= n
+            if u.op is Opcode.CVT and (narrow_from or all(type_bits(r.type) <= n for r in u.results)):
                 continue
             if u.op is Opcode.SHL and len(u.args) == 2 and u.args[0] is phi:
                 c = u.args[1].defn.attrs.get("value") if u.args[1].defn is not None else None
-                if isinstance(c, int) and not isinstance(c, bool) and c >= 32:
+                if isinstance(c, int) and not isinstance(c, bool) and c >= width - n:
                     continue
             if u.op is Opcode.PHI and u.result is phi:
                 continue

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.buffers import space_of
+from tolk_lint.analysis.memory.narrow_counters import encode as encode_narrow
+from tolk_lint.analysis.memory.narrow_counters import narrow_counters
 from tolk_lint.ir.cfg import Loop, cfg_of
 from tolk_lint.ir.nodes import Instr, Kernel, Value, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
@@ -215,6 +217,9 @@ class MemoryEncoder(smt.Encoder):
             got = self._ring(lp, d, v, t, ring)
             if got is not None:
                 return got
+        narrow = self.k.cached("narrow_counters", narrow_counters).get(v)
+        if narrow is not None and narrow.loop is lp:  # a `short` counter (`narrow_counters`)
+            return encode_narrow(self, narrow, v, t)
         g = (self.geo or {}).get(v)
         if g is None:
             got = self._moves_with(lp, v, t)
