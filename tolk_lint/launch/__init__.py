@@ -13,7 +13,9 @@ configuration (``[tool.tolk-lint.launch]``), or the code itself:
   ``cudaLaunchKernel``), the PTX entries matched by name (`mangled` reads
   C++ names); `cuda_structure` finds a source's kernels, functions and
   launches, `cuda_source` values them, `arguments` and `host_eval` read
-  what the host's checks say of a launch's arguments;
+  what the host's checks say of a launch's arguments, `bounded_block` the
+  box a block chosen at run time stays in (``dimBlock.y = min(n / 32,
+  16)``, then a check), with `host_ranges` bounding its values;
 - `comments`: a ``tolk: launch block=(X,Y,Z)`` comment in the Python file,
   the ``.ptx`` or the ``.cu``;
 - `triton`: Triton's PTX, whose ``.maxntid`` is the exact block.

@@ -339,14 +339,19 @@ def _host_type(src: CudaSource, func: Function, name: str, index: int) -> IntTyp
     return dict(func.param_list).get(name)
 
 
-def _bounds_at(src: CudaSource, index: int, func: Function) -> dict[str, tuple[int, int]]:
+def _bounds_at(src: CudaSource, index: int, func: Function,
+               since: dict[str, int] | None = None) -> dict[str, tuple[int, int]]:  # fmt: skip
     """Name -> the range the code around token ``index`` keeps it in (see the
-    module's docstring), as far as constants bound it."""
+    module's docstring), as far as constants bound it; a name may be a
+    member, ``dimBlock.y``. ``since``: a name's bounds are taken only from
+    the conditions after that token (its last assignment)."""
     out: dict[str, tuple[int, int]] = {}
     const = Evaluator(src._resolver(func.start, None, [], 1))
-    for cond, holds, _at in _conditions_at(src, index, func):
+    for cond, holds, at in _conditions_at(src, index, func):
         facts = [f for c in split_top(cond, "&&") for f in _comparison(c, const)] if holds else _negated(cond, const)
         for name, op, c in facts:
+            if since is not None and at < since.get(name, -1):
+                continue  # (tested before its value was set)
             lo, hi = out.get(name, (-(1 << 64), 1 << 64))
             if op in ("<", "<="):
                 hi = min(hi, c - (op == "<"))
@@ -548,14 +553,23 @@ def _comparison(toks: list[Token], const: Evaluator) -> list[tuple[str, str, int
             depth -= 1
         elif depth == 0 and t.text in _COMPARE:
             left, right = toks[:k], toks[k + 1 :]
-            if len(left) == 1 and left[0].kind == "name":
+            if _operand(left) is not None:
                 c = const.value(right)
-                return [(left[0].text, t.text, c)] if isinstance(c, int) else []
-            if len(right) == 1 and right[0].kind == "name":
+                return [(_operand(left), t.text, c)] if isinstance(c, int) else []
+            if _operand(right) is not None:
                 c = const.value(left)
-                return [(right[0].text, _COMPARE[t.text], c)] if isinstance(c, int) else []
+                return [(_operand(right), _COMPARE[t.text], c)] if isinstance(c, int) else []
             return []
     return []
+
+
+def _operand(toks: list[Token]) -> str | None:
+    """The variable a comparison tests: a name, or a block's member (``dimBlock.y``)."""
+    if len(toks) == 1 and toks[0].kind == "name":
+        return toks[0].text
+    if len(toks) == 3 and toks[0].kind == "name" and toks[1].text == "." and toks[2].text in ("x", "y", "z"):
+        return f"{toks[0].text}.{toks[2].text}"
+    return None
 
 
 def _negated(cond: list[Token], const: Evaluator) -> list[tuple[str, str, int]]:

@@ -218,9 +218,27 @@ class Inference:
         ``As[32][32]`` up to 1024 threads in x alone), one dimension's bound
         searched again with the others at theirs. Every dimension the kernel
         reads must keep at least 2 threads; most threads wins, then the most
-        even box."""
-        if any(b is None for b in bounds.values()):
+        even box.
+
+        One dimension with no bound of its own (`_axis` found no exact
+        natural limit) is searched with the others at theirs first: FDTD3d's
+        ``tile[16 + 8][32 + 8]`` indexed ``tile[ty][tx + 32]`` by x's halo
+        is flat in the PTX, so with ``blockDim.y == 1`` the halo runs into
+        the first words of the next row, written by no one, for a few
+        threads past 32 (no natural exact limit); with ``blockDim.y == 16``
+        a 33rd thread's halo meets the row below's left halo, and 32 is x's
+        exact limit."""
+        missing = [d for d, b in bounds.items() if b is None]
+        if len(missing) > 1 or len(missing) == len(bounds):
             return None
+        if missing:
+            d = missing[0]
+            others = {e: b for e, b in bounds.items() if b is not None}
+            got = self._largest(needs, ("box-axis", d) + tuple(sorted(others.items())),
+                                lambda z3, n, v: box_constraints(z3, n, _dims(d, v, others)))  # fmt: skip
+            if got is None:
+                return None
+            bounds = {**bounds, d: got}
         full = tuple(bounds.get(d, 1) for d in range(3))
         c = Contract(full, min(self.limit, full[0] * full[1] * full[2]), "box")  # type: ignore[arg-type]
         if c.threads >= MIN_THREADS and self.holds(needs, ("box", full), lambda z3, n: box_constraints(z3, n, full)):

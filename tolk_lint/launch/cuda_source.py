@@ -19,7 +19,10 @@ value an enclosing ``if (block_size == 16)`` gives a variable, and the
 template arguments a host function template is called with (``run<16>()``
 launching ``kernel<BS><<<grid, dim3(BS, BS)>>>``: one shape per
 instantiation). A block that is not a constant (a function parameter, a
-value read at run time) gives no shape (an `UNREAD` one, named by TL205).
+value read at run time) gives no shape (an `UNREAD` one, named by TL205),
+unless the host's code bounds each of its dimensions (`bounded_block`: the
+box FDTD3d's ``dimBlock.y = min(request / 32, 16)`` and its check give) or
+the occupancy API chose it (`occupancy`).
 A ``tolk: launch`` comment above the kernel's definition is read too
 (`comments`).
 """
@@ -33,6 +36,7 @@ from typing import Any
 
 from tolk_lint.launch import host_eval
 from tolk_lint.launch.arguments import hull, launch_facts
+from tolk_lint.launch.bounded_block import bounded_block
 from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, matching_open, split_args, split_top, statement_end
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.cuda_structure import (
@@ -94,6 +98,12 @@ class CudaSource:
                 continue
             got = self.block_of(launch, binding)
             chosen = occupancy_contract(self, launch, max_threads) if got is None and not binding else None
+            if got is None and chosen is None:  # not a constant: bounded, perhaps, by the host's code
+                bounded = bounded_block(self, launch, binding)
+                if bounded is not None and isinstance(bounded[0], tuple):
+                    got = bounded  # (its checks leave one block)
+                elif bounded is not None:
+                    chosen = bounded  # type: ignore[assignment]
             if chosen is not None:  # linted under every block the occupancy API can give
                 contract, words = chosen
                 fixed = hull([launch_facts(self, launch, binding, params)]) if params else ()

@@ -357,7 +357,7 @@ def _promote(t: IntType) -> IntType:
     return INT if t.bits < 32 else t
 
 
-def _common(a: IntType, b: IntType) -> IntType:
+def common_type(a: IntType, b: IntType) -> IntType:
     """The usual arithmetic conversions' type for ``a`` and ``b``."""
     a, b = _promote(a), _promote(b)
     if a == b:
@@ -401,7 +401,7 @@ def binary(op: str, x: Any, y: Any) -> Any:
         if not 0 <= y.v < t.bits or (op == "<<" and x.v < 0):
             raise Unknown
         return _exact(x.v << y.v, t) if op == "<<" else Int(x.v >> y.v, t)
-    t = _common(x.t, y.t)
+    t = common_type(x.t, y.t)
     a, b = wrap(x.v, t), wrap(y.v, t)
     if op in _COMPARE:
         return _flag(_COMPARE[op](a, b))
@@ -571,7 +571,7 @@ class Machine:
         if kind == "un":
             return unary(e[1], self.value(e[2], frame))
         if kind == "cond":  # of the arms' common type, whichever runs (`2 ? a : l` is a long)
-            t = _common(self.type_of(e[2], frame), self.type_of(e[3], frame))
+            t = common_type(self.type_of(e[2], frame), self.type_of(e[3], frame))
             return convert(self.value(e[2] if _truth(self.value(e[1], frame)) else e[3], frame), t)
         if kind == "comma":
             self.value(e[1], frame)
@@ -620,11 +620,11 @@ class Machine:
                 return INT
             if e[1] in ("<<", ">>"):
                 return _promote(self.type_of(e[2], frame))
-            return _common(self.type_of(e[2], frame), self.type_of(e[3], frame))
+            return common_type(self.type_of(e[2], frame), self.type_of(e[3], frame))
         if kind == "un":
             return INT if e[1] == "!" else _promote(self.type_of(e[2], frame))
         if kind == "cond":
-            return _common(self.type_of(e[2], frame), self.type_of(e[3], frame))
+            return common_type(self.type_of(e[2], frame), self.type_of(e[3], frame))
         if kind == "comma":
             return self.type_of(e[2], frame)
         if kind == "cast":
@@ -634,6 +634,10 @@ class Machine:
             return self.type_of(e[2], frame)
         if kind == "call":
             funcs = [f for f in self.src.functions if f.name == e[1] and len(f.param_list) == len(e[2])]
+            if not funcs and e[1] in ("min", "max") and len(e[2]) == 2 and \
+                    not any(f.name == e[1] for f in self.src.functions):  # fmt: skip
+                # CUDA's and std::'s (not run here: `host_ranges.bounded` bounds them)
+                return common_type(self.type_of(e[2][0], frame), self.type_of(e[2][1], frame))
             returns = self._returns(funcs[0]) if len(funcs) == 1 else None
             if returns is None:
                 raise Unknown

@@ -71,16 +71,20 @@ class Contract:
     (32). ``family`` says how it is worded: ``box`` (each dimension
     bounded), ``product`` (the thread count bounded), ``pow2``, or ``flat``
     (any one-dimensional block: ``kernel.forall``; with ``warp_multiple``,
-    the block ``cudaOccupancyMaxPotentialBlockSize`` returns)."""
+    the block ``cudaOccupancyMaxPotentialBlockSize`` returns). ``least``:
+    each dimension's smallest value, for a box a host launch bounds from
+    below too (FDTD3d's ``dimBlock.x = 32`` and ``4 <= dimBlock.y <= 16``,
+    `bounded_block`); TL205's contracts keep it at 1."""
 
     dims: tuple[int, int, int]
     threads: int
     family: str = "box"
     pow2: bool = False
     warp_multiple: bool = False
+    least: tuple[int, int, int] = (1, 1, 1)
 
     def admits(self, block: tuple[int, int, int]) -> bool:
-        if any(n < 1 or n > m for n, m in zip(block, self.dims)):
+        if any(n < lo or n > m for n, lo, m in zip(block, self.least, self.dims)):
             return False
         if block[0] * block[1] * block[2] > self.threads:
             return False
@@ -129,7 +133,8 @@ class Contract:
         elif self.family == "product":
             head = " * ".join(f"blockDim.{DIMS[d]}" for d in free) + f" <= {self.threads}"
         else:
-            parts = [f"blockDim.{DIMS[d]} <= {self.dims[d]}" for d in free if self.dims[d] < self.threads]
+            parts = [_dimension_words(d, self.least[d], self.dims[d]) for d in free
+                     if self.dims[d] < self.threads or self.least[d] > 1]  # fmt: skip
             if not parts:
                 parts = [" * ".join(f"blockDim.{DIMS[d]}" for d in free or [0]) + f" <= {self.threads}"]
             head = " and ".join(parts)
@@ -141,8 +146,18 @@ class Contract:
         return head
 
     def to_json(self) -> dict:
-        return {"family": self.family, "dims": list(self.dims), "threads": self.threads, "pow2": self.pow2,
-                "warp_multiple": self.warp_multiple, "text": self.describe()}  # fmt: skip
+        out = {"family": self.family, "dims": list(self.dims), "threads": self.threads, "pow2": self.pow2,
+               "warp_multiple": self.warp_multiple, "text": self.describe()}  # fmt: skip
+        if self.least != (1, 1, 1):
+            out["least"] = list(self.least)
+        return out
+
+
+def _dimension_words(d: int, least: int, most: int) -> str:
+    """``blockDim.y <= 16``, ``4 <= blockDim.y <= 16`` or ``blockDim.x = 32``."""
+    if least == most:
+        return f"blockDim.{DIMS[d]} = {most}"
+    return f"{least} <= blockDim.{DIMS[d]} <= {most}" if least > 1 else f"blockDim.{DIMS[d]} <= {most}"
 
 
 # What a shape can come from, most authoritative first: the first kind of

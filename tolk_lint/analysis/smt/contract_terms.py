@@ -19,11 +19,17 @@ def contract_constraints(z3, ntid: list, contract) -> list:
     """A launch contract (`tolk_lint.launch.shapes.Contract`) on the block
     dimensions ``ntid``: each within its bound (a bound of 1 is exact), the
     threads within theirs, ``blockDim.x`` a power of two or a multiple of
-    the warp size (32) when it says so."""
+    the warp size (32) when it says so, and each at least its ``least``
+    (a host launch's box bounded from below)."""
     out = []
     for d in range(3):
-        bound = contract.dims[d]
-        out.append(ntid[d] == 1 if bound == 1 else z3.ULE(ntid[d], bound))
+        bound, least = contract.dims[d], contract.least[d]
+        if least == bound:  # an equation the solver substitutes (FDTD3d's blockDim.x = 32)
+            out.append(ntid[d] == bound)
+            continue
+        out.append(z3.ULE(ntid[d], bound))
+        if least > 1:
+            out.append(z3.UGE(ntid[d], least))
     if contract.threads < contract.dims[0] * contract.dims[1] * contract.dims[2]:
         wide = [z3.ZeroExt(32, n) for n in ntid]
         out.append(z3.ULE(wide[0] * wide[1] * wide[2], contract.threads))
