@@ -60,6 +60,7 @@ O = Opcode
 MAX_CANDIDATES = 64  # per loop
 MAX_GUARDS = 2  # loop-invariant tests a relation of two counters is also tried under
 MAX_ROUNDS = 12  # Houdini rounds per loop
+ALONE_SHARE = 64  # a candidate asked alone gets this share of the joint question's limit (see `_houdini`)
 RELATIONS = ("lt", "le", "ge", "lo", "ls", "hs")
 
 
@@ -486,18 +487,19 @@ class LoopInvariants:
             if v.status != "sat":
                 # too hard together: each alone (the others assumed); those
                 # not proved go, and the rest are asked again without them.
-                # Alone, each gets a sixteenth of the limit: a candidate the
+                # Alone, each gets 1/ALONE_SHARE of the limit: a candidate the
                 # solver cannot settle is dropped whatever limit it got, and
                 # most of a big loop's candidates are such (a counter against
                 # the thread index, a bound it never keeps: CUDA's bisection
-                # kernel, 38 candidates, most giving up after 0.5-5 s each),
-                # while the facts that hold are proved in milliseconds.
+                # kernel, 38 candidates, most giving up after 0.5-5 s each at
+                # a sixteenth), while the facts that hold are proved in a few
+                # milliseconds (under a hundredth of a sixteenth's units).
                 alone = []
                 for f in kept:
                     budget.check("proving loop invariants")
                     mine = [z3.And(cond, z3.Not(t)) for (cond, values) in cases
                             for t in [fact_term(enc, f, values.get, 0)] if t is not None]  # fmt: skip
-                    if not mine or solve_bv(enc, z3.And(*assume(kept), z3.Or(*mine)), rlimit // 16,
+                    if not mine or solve_bv(enc, z3.And(*assume(kept), z3.Or(*mine)), rlimit // ALONE_SHARE,
                                             fallback=False).status == "unsat":  # fmt: skip
                         alone.append(f)
                 if len(alone) == len(kept):
