@@ -349,3 +349,56 @@ def test_an_argument_that_is_the_blocks_width_is_its_width_in_a_header_kernel(tm
         return
     [fact] = [a for launch in found[0].data["launch"] for a in launch.get("arguments", ())] or [None]
     assert fact is None  # `block.x - 1` fixes nothing of `width`
+
+
+# -- callers in the sources beside the launching file ------------------------------------------
+
+LAUNCHER = """
+__global__ void k(float *x, int n, unsigned m) { }
+{static}void compute(float *x, unsigned size) { k<<<1, 256>>>(x, 0, size); }
+"""
+MAIN_GUARDED = """
+void compute(float *x, unsigned size);
+int main(int argc, char **argv) {
+    unsigned size = (unsigned)argc * 100;
+    if (size <= 512) {
+        compute(0, size);
+    }
+}
+"""
+
+
+def _facts_beside(tmp_path, launcher: str, main: str | None) -> dict:
+    cu = tmp_path / "launcher.cu"
+    cu.write_text(launcher)
+    if main is not None:
+        (tmp_path / "main.cpp").write_text(main)
+    src = scan(launcher, str(cu))
+    shapes = [s for s in src.shapes_for(Entry(("k",)), 3) if s.block is not None]
+    assert len(shapes) == 1, shapes
+    return {f.name: (f.lo, f.hi) for f in shapes[0].arguments}
+
+
+def test_a_launcher_with_no_caller_in_its_file_takes_what_the_files_beside_it_pass(tmp_path):
+    """NVIDIA's eigenvalue sample: `main.cu` calls the launcher only when the
+    matrix fits the kernel's shared arrays."""
+    assert _facts_beside(tmp_path, LAUNCHER.replace("{static}", ""), MAIN_GUARDED) == {"n": (0, 0), "m": (0, 512)}
+
+
+def test_a_caller_beside_it_gives_only_what_its_check_gives(tmp_path):
+    main = MAIN_GUARDED.replace("if (size <= 512) {", "if (size > 0) {")
+    assert _facts_beside(tmp_path, LAUNCHER.replace("{static}", ""), main) == {"n": (0, 0), "m": (1, 2**32 - 1)}
+    main = MAIN_GUARDED.replace("if (size <= 512) {", "{")
+    assert _facts_beside(tmp_path, LAUNCHER.replace("{static}", ""), main) == {"n": (0, 0)}
+
+
+def test_a_static_launcher_is_not_called_from_other_files(tmp_path):
+    """A `static` function's callers are in its own file: none there, none known."""
+    assert _facts_beside(tmp_path, LAUNCHER.replace("{static}", "static "), MAIN_GUARDED) == {"n": (0, 0)}
+
+
+def test_the_calls_in_the_launchers_own_file_are_all_its_callers(tmp_path):
+    """A file that calls its launcher itself is read alone (the rule for a
+    wrapper in one file): the call beside it is not looked for."""
+    launcher = LAUNCHER.replace("{static}", "") + "void run(float *x) { compute(x, 64); }\n"
+    assert _facts_beside(tmp_path, launcher, MAIN_GUARDED.replace("<= 512", "<= 100000")) == {"n": (0, 0), "m": (64, 64)}

@@ -228,17 +228,38 @@ def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Tok
 
 
 def _callers_range(src: CudaSource, func: Function, name: str, host: IntType, depth: int) -> tuple[int, int] | None:
-    """What every call of ``func`` in the file passes for its parameter
-    ``name`` (the smallest range holding each, in ``host``, the parameter's
-    type); None when a call passes something unknown, or no call is seen."""
+    """What every call of ``func`` passes for its parameter ``name`` (the
+    smallest range holding each, in ``host``, the parameter's type); None
+    when a call passes something unknown, or no call is seen. The calls are
+    the file's; when it has none and ``func`` is not ``static``, those of
+    the C++ sources beside it (NVIDIA's eigenvalue sample launches from
+    `bisect_small.cu`'s ``computeEigenvaluesSmallMatrix``, which `main.cu`
+    calls only under ``if (mat_size <= MAX_SMALL_MATRIX)``)."""
     order = [n for n, _t in func.param_list]
     if name not in order:
         return None
     pos = order.index(name)
+    ranges = _calls_range(src, func.name, pos, host, depth, own=func)
+    if ranges == [] and not _file_local(src, func):
+        for sibling in _sibling_sources(src.path, func.name):
+            got = _calls_range(sibling, func.name, pos, host, depth)
+            if got is None:
+                return None
+            ranges += got
+    if not ranges:
+        return None
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
+def _calls_range(src: CudaSource, fname: str, pos: int, host: IntType, depth: int,
+                 own: Function | None = None) -> list[tuple[int, int]] | None:  # fmt: skip
+    """The range each call of ``fname`` in ``src`` passes as its argument
+    ``pos`` (``own``: the function itself, whose body is skipped); None when
+    one passes something unknown."""
     toks = src.tokens
     ranges = []
     for i in range(1, len(toks) - 1):
-        if toks[i].text != func.name or toks[i + 1].text != "(" or func.start <= i <= func.end:
+        if toks[i].text != fname or toks[i + 1].text != "(" or (own is not None and own.start <= i <= own.end):
             continue
         prev = toks[i - 1]
         if (prev.kind == "name" and prev.text != "return") or prev.text in (".", "->", "::", "~", "*", "&"):
@@ -255,9 +276,51 @@ def _callers_range(src: CudaSource, func: Function, name: str, host: IntType, de
         if not host.lo <= got[0] <= got[1] <= host.hi:
             return None
         ranges.append(got)
-    if not ranges:
-        return None
-    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+    return ranges
+
+
+def _file_local(src: CudaSource, func: Function) -> bool:
+    """Whether ``func`` is declared ``static`` (or in an unnamed namespace:
+    not looked for; only ``static`` is read), so no other file calls it."""
+    toks = src.tokens
+    i = func.start - 1
+    while i > 0 and toks[i].text not in (";", "}", "{"):
+        if toks[i].text == "static":
+            return True
+        i -= 1
+    return False
+
+
+_MAX_SIBLINGS_SCANNED = 32  # C++ sources of a launching file's folder looked into for its callers
+_SIBLING_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+
+
+def _sibling_sources(path: str, fname: str) -> list[CudaSource]:
+    """The C++ sources beside ``path`` that mention ``fname(``, read."""
+    import os
+
+    from tolk_lint.launch.cuda_source import read_source  # the reader of a whole source (it imports this module)
+
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        names = sorted(f for f in os.listdir(folder) if f.endswith(_SIBLING_SUFFIXES))[:_MAX_SIBLINGS_SCANNED]
+    except OSError:
+        return []
+    out = []
+    for f in names:
+        other = os.path.join(folder, f)
+        if os.path.abspath(other) == os.path.abspath(path):
+            continue
+        try:
+            with open(other, encoding="utf-8", errors="replace") as fh:
+                if fname + "(" not in fh.read(1 << 20).replace(" (", "("):
+                    continue
+        except OSError:
+            continue
+        got = read_source(other)
+        if got is not None:
+            out.append(got)
+    return out
 
 
 def _block_dimension(launch: Launch, arg: list[Token]) -> int | None:
