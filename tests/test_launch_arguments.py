@@ -402,3 +402,26 @@ def test_the_calls_in_the_launchers_own_file_are_all_its_callers(tmp_path):
     wrapper in one file): the call beside it is not looked for."""
     launcher = LAUNCHER.replace("{static}", "") + "void run(float *x) { compute(x, 64); }\n"
     assert _facts_beside(tmp_path, launcher, MAIN_GUARDED.replace("<= 512", "<= 100000")) == {"n": (0, 0), "m": (64, 64)}
+
+
+def test_a_value_changed_before_its_check_is_bounded_by_the_check(tmp_path):
+    """NVIDIA's eigenvalues `main.cu`: the size is a default changed by a
+    reference parameter, then checked around the launcher's call. A check
+    made before the change, or a change after the call, bounds nothing."""
+    reader = "void get_size(int argc, char **argv, unsigned &size) { if (argc > 1) size = atoi(argv[1]); }\n"
+    main = reader + """
+int main(int argc, char **argv) {
+    unsigned size = 2048;
+    get_size(argc, argv, size);
+    if (size <= 512) {
+        compute(0, size);
+    }
+}
+"""
+    launcher = LAUNCHER.replace("{static}", "")
+    assert _facts_beside(tmp_path, launcher, main) == {"n": (0, 0), "m": (0, 512)}
+    before = main.replace("    get_size(argc, argv, size);\n    if (size <= 512) {\n",
+                          "    if (size <= 512) {\n    get_size(argc, argv, size);\n")
+    assert _facts_beside(tmp_path, launcher, before) == {"n": (0, 0)}
+    after = main.replace("        compute(0, size);\n", "        compute(0, size);\n        size = 100000;\n")
+    assert _facts_beside(tmp_path, launcher, after) == {"n": (0, 0)}

@@ -214,8 +214,19 @@ def _arg_range(src: CudaSource, func: Function | None, index: int, arg: list[Tok
         return None
     name = arg[0].text
     host = _host_type(src, func, name, index)
-    if host is None or _assigned(src, func, name, index):
+    if host is None:
         return None
+    if _assigned(src, func, name, index):
+        # changed (assigned, passed by reference): only the checks made
+        # after its last change, with none after the use (NVIDIA's
+        # eigenvalues: `getMatrixSize(argc, argv, mat_size, ...)`, then
+        # `if (mat_size <= MAX_SMALL_MATRIX) { computeEigenvaluesSmallMatrix(...) }`)
+        last = _last_change(src, func, name)
+        if last is None or last > index:
+            return None
+        lo, hi = _bounds_at(src, index, func, since={name: last}).get(name, (host.lo, host.hi))
+        lo, hi = max(lo, host.lo), min(hi, host.hi)
+        return None if lo > hi or (lo, hi) == (host.lo, host.hi) else (lo, hi)
     lo, hi = _bounds_at(src, index, func).get(name, (host.lo, host.hi))
     lo, hi = max(lo, host.lo), min(hi, host.hi)
     if name in func.params and depth < _MAX_CALLERS:
@@ -370,19 +381,26 @@ def _assigned(src: CudaSource, func: Function, name: str, index: int) -> bool:
     """Whether the launching function assigns ``name`` anywhere but at its
     declaration, takes its address (``cudaMemcpy(&n, ...)``) or passes it to
     a reference (``factorRadix2(log2L, n)``)."""
+    return _last_change(src, func, name) is not None
+
+
+def _last_change(src: CudaSource, func: Function, name: str) -> int | None:
+    """The token of the function's last change of ``name`` (see `_assigned`);
+    None when there is none."""
     toks = src.tokens
+    last = None
     for j in range(func.start + 1, func.end):
         t = toks[j]
         if t.text != name or t.kind != "name":
             continue
         prev, nxt = toks[j - 1].text, toks[j + 1].text if j + 1 < len(toks) else ""
         if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
-            return True
-        if nxt in _ASSIGN and nxt not in ("++", "--"):
+            last = j
+        elif nxt in _ASSIGN and nxt not in ("++", "--"):
             declared = toks[j - 1].kind == "name" and prev not in ("return", "case")
             if nxt != "=" or not declared:
-                return True
-    return False
+                last = j
+    return last
 
 
 def _host_type(src: CudaSource, func: Function, name: str, index: int) -> IntType | None:
