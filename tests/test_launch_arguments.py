@@ -425,3 +425,10 @@ int main(int argc, char **argv) {
     assert _facts_beside(tmp_path, launcher, before) == {"n": (0, 0)}
     after = main.replace("        compute(0, size);\n", "        compute(0, size);\n        size = 100000;\n")
     assert _facts_beside(tmp_path, launcher, after) == {"n": (0, 0)}
+
+
+def test_an_if_without_braces_around_the_call_bounds_it(tmp_path):
+    main = MAIN_GUARDED.replace("if (size <= 512) {\n        compute(0, size);\n    }", "if (size <= 512)\n        compute(0, size);")
+    assert "{\n        compute" not in main
+    assert _facts_beside(tmp_path, LAUNCHER.replace("{static}", ""), main) == {"n": (0, 0), "m": (0, 512)}
+    assert facts("void f(int n) { if (n <= 64) k<<<1, 256>>>(0, n, 1); }\n") == {"n": (-(2**31), 64), "m": (1, 1)}

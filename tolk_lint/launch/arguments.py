@@ -464,7 +464,7 @@ def _conditions_at(src: CudaSource, index: int, func: Function) -> list[tuple[li
         close = matching(toks, j + 1)
         cond = toks[j + 2 : close]
         body = close + 1
-        if body >= index:
+        if body > index:  # (== index: the if's one statement is the call itself, `if (n <= 512) launch(n);`)
             continue
         end = matching(toks, body) if toks[body].text == "{" else statement_end(toks, body)
         if body <= index <= end:
