@@ -23,6 +23,7 @@ contract the kernel needs.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 from tolk_lint import budget
@@ -228,7 +229,61 @@ def _source_files(module: Module) -> list[str]:
     # `.cu` that includes it, which the `.file` table need not name
     for header in [p for p in out if p.endswith(".cuh")]:
         out += [c for c in _includers(header) if c not in out]
+    # and a kernel defined in one `.cu` may be launched from another, which
+    # declares it by prototype (NVIDIA's cdpBitonicSort: `big_bitonicsort`
+    # is launched only from `cdpAdvancedQuicksort.cu`)
+    out += [c for c in _launching_siblings(out) if c not in out]
     return out
+
+
+_MAX_SIBLINGS_SCANNED = 32  # `.cu` files of a kernel's folder looked into for its launches
+_KERNEL_NAME = re.compile(r"__global__\s+(?:[\w:<>,\s*&]*?\s)?(\w+)\s*\(")
+
+
+def _launching_siblings(sources: list[str]) -> list[str]:
+    """The ``.cu`` files beside ``sources`` that launch (``name<<<``) a
+    kernel one of them defines and they only declare (a prototype, no body
+    of their own: a folder of separate programs, each with its own
+    ``reduce`` kernel, does not lend one program's launches to another)."""
+    names: set[str] = set()
+    folders: list[str] = []
+    for path in sources:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                names.update(_KERNEL_NAME.findall(fh.read(1 << 20)))
+        except OSError:
+            continue
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in folders:
+            folders.append(folder)
+    if not names:
+        return []
+    launch = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\s*(?:<[^<>;]*>\s*)?<<<")
+    mine = {os.path.abspath(p) for p in sources}
+    out = []
+    for folder in folders:
+        try:
+            cands = sorted(f for f in os.listdir(folder) if f.endswith(".cu"))[:_MAX_SIBLINGS_SCANNED]
+        except OSError:
+            continue
+        for f in cands:
+            path = os.path.join(folder, f)
+            if os.path.abspath(path) in mine:
+                continue
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read(1 << 20)
+            except OSError:
+                continue
+            if any(_declared_only(text, m.group(1)) for m in launch.finditer(text)):
+                out.append(path)
+    return out
+
+
+def _declared_only(text: str, name: str) -> bool:
+    """Whether ``text`` declares the kernel ``name`` by a prototype and has no body for it."""
+    head = r"__global__[^;{}]*\b" + re.escape(name) + r"\s*\([^;{}]*\)\s*"
+    return re.search(head + ";", text) is not None and re.search(head + r"\{", text) is None
 
 
 _MAX_INCLUDERS_SCANNED = 64  # `.cu` files of a header's folder looked into
