@@ -258,3 +258,24 @@ def test_launch_thread_bound_is_the_product_bound():
                           and "tid." not in c.sexpr().replace("ntid.", "")])  # fmt: skip
         s.add(narrow != z3.ULE(wide, limit))
         assert s.check() == z3.unsat, limit
+
+
+def test_the_grid_is_within_cudas_limits():
+    """`Encoder._launch`: at most 2**31 - 1 blocks in x and 65535 in y and z
+    (every GPU since compute capability 3.0), so no witness takes
+    `blockIdx.y` past 65534 (where a 32-bit `blockIdx.y * blockDim.y` turns
+    negative and `iy < imageH` holds for `imageH = 0`)."""
+    from tolk_lint.analysis import smt
+
+    z3 = smt.z3mod()
+    k = parse(TID_GUARD, "guard.ptx").kernels[0]
+    enc = smt.Encoder(k, None, "workgroup")
+
+    def possible(*goal):
+        s = z3.Solver()
+        s.add(*enc.constraints, *goal)
+        return s.check() == z3.sat
+
+    assert possible(enc.ctaid[0] == 70000) and possible(enc.ctaid[1] == 65534)
+    assert not possible(enc.ctaid[1] == 65535) and not possible(z3.UGE(enc.ctaid[2], 65535))
+    assert not possible(enc.ctaid[0] == 2**31 - 1)

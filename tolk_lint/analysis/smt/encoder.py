@@ -24,6 +24,7 @@ log = logging.getLogger("tolk_lint.smt")
 O = Opcode
 
 MAX_NODES = 4000  # per encoding: deeper values become symbols
+MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's largest grid, per dimension (every GPU since compute capability 3.0)
 
 
 class Encoder(PathConditions):
@@ -124,6 +125,7 @@ class Encoder(PathConditions):
         c += grid_constraints(z3, self.nctaid, k.launch.grid)
         for d in range(3):
             c.append(z3.UGE(self.nctaid[d], 1))
+            c.append(z3.ULE(self.nctaid[d], MAX_GRID[d]))  # no launch has more blocks: no `blockIdx.y` past 65534
             c.append(z3.ULT(self.ctaid[d], self.nctaid[d]))
             for t in (0, 1):
                 if block is not None and block[d] == 1:
