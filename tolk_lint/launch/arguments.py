@@ -252,7 +252,7 @@ def _callers_range(src: CudaSource, func: Function, name: str, host: IntType, de
     pos = order.index(name)
     ranges = _calls_range(src, func.name, pos, host, depth, own=func)
     if ranges == [] and not _file_local(src, func):
-        for sibling in _sibling_sources(src.path, func.name):
+        for sibling in src.beside_mentioning(func.name + "("):
             got = _calls_range(sibling, func.name, pos, host, depth)
             if got is None:
                 return None
@@ -302,36 +302,6 @@ def _file_local(src: CudaSource, func: Function) -> bool:
     return False
 
 
-_MAX_SIBLINGS_SCANNED = 32  # C++ sources of a launching file's folder looked into for its callers
-_SIBLING_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
-
-
-def _sibling_sources(path: str, fname: str) -> list[CudaSource]:
-    """The C++ sources beside ``path`` that mention ``fname(``, read."""
-    import os
-
-    from tolk_lint.launch.cuda_source import read_source  # the reader of a whole source (it imports this module)
-
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        names = sorted(f for f in os.listdir(folder) if f.endswith(_SIBLING_SUFFIXES))[:_MAX_SIBLINGS_SCANNED]
-    except OSError:
-        return []
-    out = []
-    for f in names:
-        other = os.path.join(folder, f)
-        if os.path.abspath(other) == os.path.abspath(path):
-            continue
-        try:
-            with open(other, encoding="utf-8", errors="replace") as fh:
-                if fname + "(" not in fh.read(1 << 20).replace(" (", "("):
-                    continue
-        except OSError:
-            continue
-        got = read_source(other)
-        if got is not None:
-            out.append(got)
-    return out
 
 
 def _block_dimension(launch: Launch, arg: list[Token]) -> int | None:

@@ -21,7 +21,7 @@ lower bounds): ``blockDim.x = 32 and 4 <= blockDim.y <= 16``.
    members by ``b.x = ...;``), a ``dim3(x, y, z)`` written in the launch, or
    an integer expression (``threads``, with ``int threads = min(n, 256);``).
    The variable must change only by those bindings, each on every path to
-   the launch (`cuda_source._changed`, as for a constant block): a member
+   the launch (`CudaSource.changes`, as for a constant block): a member
    set under an ``if``, or the variable assigned whole again, leaves the
    launch unread.
 2. Each dimension's value is bounded where it is set (`host_ranges.bounded`):
@@ -128,13 +128,11 @@ class _Reader:
     def _dim3_variable(self, name: str, index: int) -> list[Range] | None | bool:
         """A ``dim3`` local's members at token ``index``; False: ``name`` is
         no ``dim3`` declared in the function."""
-        from tolk_lint.launch.cuda_source import _changed  # (cuda_source imports this module)
-
         src, toks, func = self.src, self.src.tokens, self.func
         decl = self._dim3_declaration(name, index)
         if decl is None:
             return False
-        if _changed(src, func, name, index):
+        if src.changes(func, name, index):
             return None
         self.lines.add(toks[decl].line)
         after = toks[decl + 1].text

@@ -58,6 +58,8 @@ from tolk_lint.launch.occupancy import occupancy_contract
 from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
+_MAX_SIBLINGS_SCANNED = 32  # C++ sources of a launching file's folder looked into for its callers
+_SIBLING_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 _MAX_DEPTH = 12
 
 
@@ -75,6 +77,37 @@ class CudaSource:
     launches: list[Launch] = field(default_factory=list)
     globals_: dict[str, list[tuple[int, list[Token]]]] = field(default_factory=dict)  # name -> (index, init)
     included: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # headers read: (path, stamp)
+
+    def changes(self, func: Function, name: str, index: int) -> bool:
+        """Whether ``func`` changes ``name`` other than by the bindings a
+        launch at ``index`` reads (`_changed`)."""
+        return _changed(self, func, name, index)
+
+    def beside_mentioning(self, text: str) -> list[CudaSource]:
+        """The C++ sources beside this one (`.cu`, `.cpp`, `.cc`, `.cxx` in its
+        folder) whose text holds ``text`` (spaces before ``(`` ignored), read:
+        where a launching function's callers in other files are looked for
+        (`arguments._callers_range`)."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            names = sorted(f for f in os.listdir(folder) if f.endswith(_SIBLING_SUFFIXES))[:_MAX_SIBLINGS_SCANNED]
+        except OSError:
+            return []
+        out = []
+        for f in names:
+            other = os.path.join(folder, f)
+            if os.path.abspath(other) == os.path.abspath(self.path):
+                continue
+            try:
+                with open(other, encoding="utf-8", errors="replace") as fh:
+                    if text not in fh.read(1 << 20).replace(" (", "("):
+                        continue
+            except OSError:
+                continue
+            got = read_source(other)
+            if got is not None:
+                out.append(got)
+        return out
 
     # -- what a kernel is launched with ---------------------------------------------------------
 
