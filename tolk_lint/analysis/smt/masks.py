@@ -273,18 +273,4 @@ def _path_from(enc: Encoder, start: Block, block: Block, t: int, named: set[Loop
 
 def _enter(enc: Encoder, start: Block, lp: Loop, t: int):
     """Whether thread ``t``, at ``start`` (outside ``lp``), enters ``lp``."""
-    z3 = enc.z3
-    reach = enc._reach_map(start, lp.header, t)
-    if reach is None:
-        return None
-    terms = []
-    for p in lp.header.preds:
-        if p in lp.blocks:
-            continue
-        e = enc._edge_from(p, lp.header, t, start)
-        if p not in reach or e is None:
-            return None
-        terms.append(z3.And(reach[p], e))
-    if not terms:
-        return None
-    return z3.Or(*terms) if len(terms) > 1 else terms[0]
+    return enc.enters(start, lp, t)

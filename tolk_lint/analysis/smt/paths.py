@@ -154,10 +154,15 @@ class PathConditions:
     def loop_entry_condition(self, lp: Loop, t: int):
         """Whether thread ``t`` enters ``lp``, given it reached the header of
         the loop around ``lp`` (or the kernel's entry); None when unknown."""
-        z3 = self.z3
         start = lp.parent.header if lp.parent is not None else self.cfg.entry
         if start is lp.header:
             return None
+        return self.enters(start, lp, t)
+
+    def enters(self, start: Block, lp: Loop, t: int):
+        """Whether thread ``t``, at ``start`` (outside ``lp``), enters ``lp``;
+        None when unknown."""
+        z3 = self.z3
         reach = self._reach_map(start, lp.header, t)
         if reach is None:
             return None
