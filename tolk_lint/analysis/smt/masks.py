@@ -250,7 +250,7 @@ def _path_from(enc: Encoder, start: Block, block: Block, t: int, named: set[Loop
     terms = [names_t] if any(lp in enc.info.divergent_loops for lp in entered) else []
     cur = start
     for lp in entered:
-        c = _enter(enc, cur, lp, t)
+        c = enc.enters(cur, lp, t)
         if c is None:
             return None
         terms.append(c)
@@ -271,6 +271,3 @@ def _path_from(enc: Encoder, start: Block, block: Block, t: int, named: set[Loop
     return z3.And(*terms) if terms else z3.BoolVal(True)
 
 
-def _enter(enc: Encoder, start: Block, lp: Loop, t: int):
-    """Whether thread ``t``, at ``start`` (outside ``lp``), enters ``lp``."""
-    return enc.enters(start, lp, t)
