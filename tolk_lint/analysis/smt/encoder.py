@@ -123,9 +123,18 @@ class Encoder(PathConditions):
                 self.per_thread_symbols.add(f"tid.{'xyz'[d]}@t{t}")
         c = self.constraints
         c += grid_constraints(z3, self.nctaid, k.launch.grid)
+        # CUDA's grid limits, for y and z where the kernel reads their block
+        # index (a witness never has `blockIdx.y` past 65534: imageDenoising's
+        # `iy < imageH` for `imageH = 0`); elsewhere, and for x (2**31 - 1),
+        # they would only add terms the solver cannot drop, which slows some
+        # unrelated questions by seconds
+        grid_dims = k.cached("grid_dims", lambda k: {
+            str(i.attrs.get("name", "")).partition(".")[2] for i in k.instrs()
+            if i.op is O.SPECIAL and str(i.attrs.get("name", "")).startswith(("ctaid.", "nctaid."))})  # fmt: skip
         for d in range(3):
             c.append(z3.UGE(self.nctaid[d], 1))
-            c.append(z3.ULE(self.nctaid[d], MAX_GRID[d]))  # no launch has more blocks: no `blockIdx.y` past 65534
+            if d and "xyz"[d] in grid_dims:  # no launch has more blocks: no `blockIdx.y` past 65534
+                c.append(z3.ULE(self.nctaid[d], MAX_GRID[d]))
             c.append(z3.ULT(self.ctaid[d], self.nctaid[d]))
             for t in (0, 1):
                 if block is not None and block[d] == 1:
