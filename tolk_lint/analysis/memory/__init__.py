@@ -15,6 +15,8 @@ it):
 - `loops`: loop shapes read off the IR: constant trip counts, shifted,
   geometric and rotating (ring) counters, compilers' magic divisions, the
   trip period.
+- `narrow_counters`: a `short`/`char` loop counter nvcc keeps in several
+  forms (`ib << 16`, `(int) ib`), each a form of one `start + k * step`.
 - `warp_masks`: which pairs of lanes each warp sync orders (`LaneClasses`).
 - `phases`: barrier phases (`Phases`): which accesses a barrier-free stretch
   reaches, at which loop trips relative to its start.

@@ -40,7 +40,10 @@ is uniform without asking Z3 (`_syntactically_shared`).
 
 Modules, in reading order: `solver` (z3, the seeded tactic, `solve`,
 `Verdict`, the statistics), `float_compare` (one free predicate per float
-relation), `encoder` (`Encoder`), `questions` (what the
+relation), `bit_ops` (`clz`, `brev`, `bfind`, `ffs` as exact terms),
+`lane_ranks` (the facts about a lane's rank among the set bits below it),
+`paths` (`PathConditions`: path conditions and joins, mixed into the
+encoder), `encoder` (`Encoder`), `questions` (what the
 uniformity analysis asks, and witnesses), `masks` (whether a warp
 collective's mask names only lanes that run it). The package imports the IR and
 the analysis's shared types (`tolk_lint.analysis.buffers`,
