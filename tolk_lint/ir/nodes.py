@@ -76,6 +76,13 @@ _BITS = {"pred": 1, "ptr": 64}
 
 
 @functools.lru_cache(maxsize=None)
+def const_int(v: Value | None) -> int | None:
+    """The value of an integer constant (not a bool), else None."""
+    d = v.defn if v is not None else None
+    c = d.attrs.get("value") if d is not None and d.op is Opcode.CONST else None
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
 def type_bits(t: str) -> int:
     if t in _BITS:
         return _BITS[t]

@@ -47,7 +47,7 @@ from tolk_lint import budget
 from tolk_lint.analysis import smt
 from tolk_lint.analysis.memory.encoder import MemoryEncoder
 from tolk_lint.analysis.memory.query import TRIP_BOUND, solve_bv
-from tolk_lint.ir.nodes import Value, is_float, is_signed, type_bits
+from tolk_lint.ir.nodes import Value, const_int, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -249,18 +249,13 @@ def _invariant_tests(lp: Loop, cfg) -> list[Value]:
     return out
 
 
-def _const(v: Value) -> int | None:
-    c = v.defn.attrs.get("value") if v.defn is not None and v.defn.op is O.CONST else None
-    return c if isinstance(c, int) and not isinstance(c, bool) else None
-
-
 def _toggle_range(lp: Loop, v: Value, start: Value, canon) -> tuple[int, ...]:
     """The least and greatest value of a ping-pong index (``src = 1 - src``,
     ``src ^= 1``) from a constant start: every back-edge value is ``c - v``
     or ``v ^ c``, so ``v`` only ever takes the start and its image (the
     image's image is the start again). The bounds are candidates like any
     other: the induction proves them."""
-    s = _const(start)
+    s = const_int(start)
     if s is None:
         return ()
     seen = {s}
@@ -271,12 +266,12 @@ def _toggle_range(lp: Loop, v: Value, start: Value, canon) -> tuple[int, ...]:
         if d is None or len(d.args) != 2 or d.op not in (O.SUB, O.XOR):
             return ()
         x, y = d.args
-        if d.op is O.SUB and _const(x) is not None and canon(y) is v:
-            seen.add(_const(x) - s)
-        elif d.op is O.XOR and canon(x) is v and _const(y) is not None:
-            seen.add(s ^ _const(y))
-        elif d.op is O.XOR and canon(y) is v and _const(x) is not None:
-            seen.add(s ^ _const(x))
+        if d.op is O.SUB and const_int(x) is not None and canon(y) is v:
+            seen.add(const_int(x) - s)
+        elif d.op is O.XOR and canon(x) is v and const_int(y) is not None:
+            seen.add(s ^ const_int(y))
+        elif d.op is O.XOR and canon(y) is v and const_int(x) is not None:
+            seen.add(s ^ const_int(x))
         else:
             return ()
     return (min(seen), max(seen)) if len(seen) > 1 else ()

@@ -18,7 +18,7 @@ import math
 from typing import TYPE_CHECKING
 
 from tolk_lint.ir.cfg import CFG, InductionVariable, Loop, cfg_of
-from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, const_int, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -27,15 +27,6 @@ if TYPE_CHECKING:
 O = Opcode
 
 TRIP_BOUND = 1 << 28  # no loop of a kernel runs more trips than this
-
-
-def const_int(v: Value | None) -> int | None:
-    """The value of an integer constant (not a bool), else None."""
-    d = v.defn if v is not None else None
-    if d is not None and d.op is O.CONST and isinstance(d.attrs.get("value"), int) and \
-            not isinstance(d.attrs.get("value"), bool):  # fmt: skip
-        return d.attrs["value"]
-    return None
 
 
 def inside_successor(branch: Instr, lp: Loop) -> Block:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tolk_lint.ir.cfg import Loop, cfg_of
-from tolk_lint.ir.nodes import Kernel, Value, type_bits
+from tolk_lint.ir.nodes import Kernel, Value, const_int, type_bits
 from tolk_lint.ir.opcodes import Opcode as O
 
 
@@ -64,8 +64,8 @@ def _form(v: Value) -> tuple[tuple, Value] | None:
             return ("ext", n, str(src).startswith("s")), d.args[0]
         return None
     if d.op is O.SHL and len(d.args) == 2:
-        c = d.args[1].defn.attrs.get("value") if d.args[1].defn is not None and d.args[1].defn.op is O.CONST else None
-        if isinstance(c, int) and not isinstance(c, bool) and 0 < c < type_bits(v.type):
+        c = const_int(d.args[1])
+        if c is not None and 0 < c < type_bits(v.type):
             return ("shl", c), d.args[0]
     return None
 

@@ -14,7 +14,7 @@ from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
 from tolk_lint.analysis.smt.paths import PathConditions
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
-from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, is_float, is_signed, type_bits
+from tolk_lint.ir.nodes import Block, Instr, Kernel, Value, const_int, is_float, is_signed, type_bits
 from tolk_lint.ir.opcodes import Opcode
 
 if TYPE_CHECKING:
@@ -606,7 +606,7 @@ class Encoder(PathConditions):
         if op in (O.DIV, O.REM):
             a, b = xs
             if d.attrs.get("floor"):
-                c = _int_const(d.args[1])
+                c = const_int(d.args[1])
                 if c is not None and c > 0 and c & (c - 1) == 0:  # `tid // 32`, `i % 2`: a shift and a mask,
                     shift = c.bit_length() - 1  # where two division circuits cost the solver seconds
                     return ((a >> shift) if signed else z3.LShR(a, shift)) if op is O.DIV else a & (c - 1)
@@ -629,12 +629,6 @@ _STRUCTURAL = frozenset(
     {O.ADD, O.SUB, O.MUL, O.MAD, O.DIV, O.REM, O.NEG, O.ABS, O.MIN, O.MAX, O.AND, O.OR, O.XOR,
      O.NOT, O.SHL, O.SHR, O.CMP, O.SELECT, O.CVT, O.PURE, O.PACK, O.EXTRACT}
 )  # fmt: skip
-
-
-def _int_const(v: Value) -> int | None:
-    d = v.defn
-    c = d.attrs.get("value") if d is not None and d.op is O.CONST else None
-    return c if isinstance(c, int) and not isinstance(c, bool) else None
 
 
 def _sum(xs):

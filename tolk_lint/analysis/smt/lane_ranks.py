@@ -27,14 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tolk_lint.ir.nodes import Value, type_bits
+from tolk_lint.ir.nodes import Value, const_int, type_bits
 from tolk_lint.ir.opcodes import Opcode as O
-
-
-def _const(v: Value) -> int | None:
-    d = v.defn
-    value = d.attrs.get("value") if d is not None and d.op is O.CONST else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _widened(v: Value) -> Value:
@@ -59,10 +53,10 @@ def low_mask_lane(m: Value) -> tuple[Value | None, int] | None:
     if d.op not in (O.SUB, O.ADD) or len(d.args) != 2:
         return None
     shifted, k = d.args
-    if _const(k) != (1 if d.op is O.SUB else -1):
+    if const_int(k) != (1 if d.op is O.SUB else -1):
         return None
     s = shifted.defn
-    if s is None or s.op is not O.SHL or len(s.args) != 2 or _const(s.args[0]) != 1:
+    if s is None or s.op is not O.SHL or len(s.args) != 2 or const_int(s.args[0]) != 1:
         return None
     return s.args[1], type_bits(m.type)
 
