@@ -2,8 +2,8 @@
 
 A lint never hangs and never grows without limit, whatever its input: the
 engine runs each file under a `Budget` (``time-budget`` seconds and
-``memory-budget`` MiB of the process's resident memory; 30 s and 2 GiB on
-the command line, less in the language server, which also cancels a lint
+``memory-budget`` MiB of resident memory grown past what the process held
+when the file's lint began; 30 s and 2 GiB on the command line, less in the language server, which also cancels a lint
 whose document changed), and each kernel under a share of it
 (``kernel-time-budget``).
 
@@ -105,7 +105,13 @@ def resident_bytes() -> int | None:
 class Budget:
     """``seconds`` from now and ``memory_bytes`` of resident memory (None:
     unbounded), and an optional ``cancel`` event that ends it early.
-    ``label`` names the budget in messages ("the file's time budget")."""
+    ``label`` names the budget in messages ("the file's time budget").
+
+    The memory is what the process grew by since the budget was made
+    (``memory_base``, read then): a process that lints many files (the
+    language server, a test run, a worker) keeps what it loaded and cached
+    for earlier ones, and that is not the next file's to pay for. A budget
+    made inside another (`child`) shares its base."""
 
     seconds: float | None = None
     memory_bytes: int | None = None
@@ -114,11 +120,14 @@ class Budget:
     deadline: float | None = None  # monotonic time; from ``seconds`` unless given
     # the budget this one was made inside (`child`): a credit extends them both
     parent: Budget | None = field(default=None, repr=False, compare=False)
+    memory_base: int | None = None  # resident bytes when made; from `resident_bytes` unless given
     _memory_seen: float = 0.0
 
     def __post_init__(self) -> None:
         if self.deadline is None and self.seconds is not None:
             self.deadline = time.monotonic() + self.seconds
+        if self.memory_base is None and self.memory_bytes is not None:
+            self.memory_base = resident_bytes() or 0
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -128,8 +137,9 @@ class Budget:
         one's deadline; the same memory bound and cancel event."""
         mine = None if seconds is None else time.monotonic() + seconds
         if mine is None or (self.deadline is not None and self.deadline <= mine):
-            return Budget(self.seconds, self.memory_bytes, self.cancel, self.label, self.deadline, parent=self)
-        return Budget(seconds, self.memory_bytes, self.cancel, label, mine, parent=self)
+            return Budget(self.seconds, self.memory_bytes, self.cancel, self.label, self.deadline, parent=self,
+                          memory_base=self.memory_base)  # fmt: skip
+        return Budget(seconds, self.memory_bytes, self.cancel, label, mine, parent=self, memory_base=self.memory_base)
 
     def extend(self, seconds: float) -> None:
         """Move the deadline ``seconds`` later, and those of the budgets this
@@ -151,8 +161,10 @@ class Budget:
         if self.memory_bytes is not None and now - self._memory_seen >= MEMORY_CHECK_INTERVAL:
             self._memory_seen = now
             rss = resident_bytes()
-            if rss is not None and rss > self.memory_bytes:
-                return f"the memory budget of {self.memory_bytes // MIB} MiB ran out ({rss // MIB} MiB in use)"
+            if rss is not None and rss - (self.memory_base or 0) > self.memory_bytes:
+                grown = (rss - (self.memory_base or 0)) // MIB
+                return (f"the memory budget of {self.memory_bytes // MIB} MiB ran out "
+                        f"({grown} MiB more in use than when the file's lint began)")  # fmt: skip
         return None
 
 

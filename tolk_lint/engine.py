@@ -53,9 +53,11 @@ def language_of(path: str) -> str | None:
 class LintResult:
     """What the lint of one file found. ``module`` is what the front end
     read (None when the file could not be read): its text, PTX ``.file``
-    table and front-end diagnostics; for PTX, which is linted kernel by
-    kernel, without the kernels' IR, each let go once linted. ``kernels``:
-    the kernels linted, by name and header span."""
+    table and front-end diagnostics, without the kernels' IR: PTX, linted
+    kernel by kernel, lets each go once it is linted, Python all of them at
+    the end (`Kernel.release`), so a process that lints many files holds
+    none of their IR or solver state. ``kernels``: the kernels linted, by
+    name and header span."""
 
     path: str
     module: Module | None
@@ -490,6 +492,8 @@ def _lint_text(
     if module is None:
         return LintResult(path, None, diags)
     kept, suppressed = reported(diags, module, settings)
+    for k in module.all_kernels():  # PTX kernels were let go one by one, as they were linted
+        k.release()  # the IR and the analyses' solver state: freed now, not at the collector's next full pass
     return LintResult(path, module, kept, suppressed, kernels)
 
 

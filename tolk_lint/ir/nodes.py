@@ -75,7 +75,6 @@ class Origin:
 _BITS = {"pred": 1, "ptr": 64}
 
 
-@functools.lru_cache(maxsize=None)
 def const_int(v: Value | None) -> int | None:
     """The value of an integer constant (not a bool), else None."""
     d = v.defn if v is not None else None
@@ -83,6 +82,7 @@ def const_int(v: Value | None) -> int | None:
     return c if isinstance(c, int) and not isinstance(c, bool) else None
 
 
+@functools.lru_cache(maxsize=None)
 def type_bits(t: str) -> int:
     if t in _BITS:
         return _BITS[t]
