@@ -26,7 +26,10 @@ the facts it fixes, per integer parameter of the kernel:
    comparisons leave at most `MAX_SCANNED` values, the condition is run for
    each (`host_eval`, which interprets the file's helper functions) and the
    values it lets through are listed (``arrayLength one of 2, 4, 8, ...,
-   1024``). A value the condition cannot be run for is kept.
+   1024``). A value the condition cannot be run for is kept;
+4. an argument linear in the launch's block and the other arguments
+   (``block.x + (2 * radius)`` beside ``radius``): that relation
+   (`relations`), whatever their values.
 
 A kernel launched from several places is analysed under what they all say:
 per parameter, the smallest range holding every launch's, and the union of
@@ -40,13 +43,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from tolk_lint.launch import host_eval, host_ranges
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
 from tolk_lint.launch.cuda_structure import passed_by_reference, scope_holds
+from tolk_lint.launch.relations import Relation, relation_of
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource
@@ -75,10 +79,13 @@ class ArgFact:
     type: IntType
     values: tuple[int, ...] | None = None  # the only values in lo..hi it takes (None: any)
     block_dim: int | None = None  # it is the launch's blockDim.x (0), .y (1) or .z (2)
+    relation: Relation | None = None  # it is computed from the block and other parameters (`relations`)
 
     def words(self) -> str:
         if self.block_dim is not None:
             return f"{self.name} = blockDim.{'xyz'[self.block_dim]}"
+        if self.relation is not None:
+            return f"{self.name} = {self.relation.words()}"
         if self.values is not None:
             shown = self.values if len(self.values) <= 6 else (*self.values[:4], "...", self.values[-1])
             return f"{self.name} one of {', '.join(str(v) for v in shown)}"
@@ -98,6 +105,8 @@ class ArgFact:
         out = {"param": self.name, "index": self.index, "min": self.lo, "max": self.hi}
         if self.block_dim is not None:
             out["equals"] = f"blockDim.{'xyz'[self.block_dim]}"
+        if self.relation is not None:
+            out["equals"] = self.relation.words()
         if self.values is not None:
             out["values"] = list(self.values)
         return out
@@ -111,6 +120,11 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
     if args is None or len(args) > len(params):  # fewer: the rest take their defaults, unread
         return {}
     out: dict[int, ArgFact] = {}
+
+    def constant(toks: list[Token]) -> int | None:
+        got = _arg_range(src, launch.func, launch.index, toks, binding, 0)
+        return got[0] if got is not None and got[0] == got[1] else None
+
     for i, (arg, (pname, ptype)) in enumerate(zip(args, params)):
         if ptype is None or not arg:
             continue
@@ -118,29 +132,41 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
         if dim is not None and ptype.lo <= 1 and 1024 <= ptype.hi:
             out[i] = ArgFact(i, pname or f"argument {i + 1}", 1, 1024, ptype, None, dim)
             continue
-        got = _arg_range(src, launch.func, launch.index, arg, binding, 0)
-        values = None
-        if got is None and launch.func is not None:
-            derived = _derived(src, launch.func, launch.index, arg, binding)
-            if derived is None:
-                continue
-            got, values = (derived[0], derived[1]), derived[2]
-        if got is None:
-            continue
-        lo, hi = got
-        if values is not None:
-            pass  # the expression's values, each converted as the parameter's (checked below)
-        elif lo == hi:  # a constant converts to the parameter's type as C converts it
-            lo = hi = host_eval.wrap(lo, ptype)
-        elif len(arg) == 1 and launch.func is not None:
-            host = _host_type(src, launch.func, arg[0].text, launch.index)
-            if host is not None:
-                values = _values_of(src, launch.func, launch.index, arg[0].text, host, lo, hi)
-            if values is not None:
-                lo, hi = values[0], values[-1]
-        if ptype.lo <= lo <= hi <= ptype.hi and (lo, hi) != (ptype.lo, ptype.hi):
-            out[i] = ArgFact(i, pname or f"argument {i + 1}", lo, hi, ptype, values)
+        fact = _range_fact(src, launch, binding, i, arg, pname, ptype)
+        rel = relation_of(launch, i, arg, params, constant)
+        if rel is not None:
+            fact = replace(fact or ArgFact(i, pname or f"argument {i + 1}", ptype.lo, ptype.hi, ptype), relation=rel)
+        if fact is not None:
+            out[i] = fact
     return out
+
+
+def _range_fact(src: CudaSource, launch: Launch, binding: dict[str, int] | None, i: int, arg: list[Token],
+                pname: str, ptype: IntType) -> ArgFact | None:  # fmt: skip
+    """The range (and values) the argument ``arg`` keeps parameter ``i`` in."""
+    got = _arg_range(src, launch.func, launch.index, arg, binding, 0)
+    values = None
+    if got is None and launch.func is not None:
+        derived = _derived(src, launch.func, launch.index, arg, binding)
+        if derived is None:
+            return None
+        got, values = (derived[0], derived[1]), derived[2]
+    if got is None:
+        return None
+    lo, hi = got
+    if values is not None:
+        pass  # the expression's values, each converted as the parameter's (checked below)
+    elif lo == hi:  # a constant converts to the parameter's type as C converts it
+        lo = hi = host_eval.wrap(lo, ptype)
+    elif len(arg) == 1 and launch.func is not None:
+        host = _host_type(src, launch.func, arg[0].text, launch.index)
+        if host is not None:
+            values = _values_of(src, launch.func, launch.index, arg[0].text, host, lo, hi)
+        if values is not None:
+            lo, hi = values[0], values[-1]
+    if ptype.lo <= lo <= hi <= ptype.hi and (lo, hi) != (ptype.lo, ptype.hi):
+        return ArgFact(i, pname or f"argument {i + 1}", lo, hi, ptype, values)
+    return None
 
 
 def _derived(src: CudaSource, func: Function, index: int, arg: list[Token],
@@ -339,8 +365,10 @@ def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:
         listed = [f.listed() for f in facts if f is not None]
         union = sorted({v for vs in listed if vs is not None for v in vs})
         values = tuple(union) if None not in listed and 1 < len(union) <= MAX_VALUES else None
-        if (lo, hi) != (first.type.lo, first.type.hi):
-            out.append(ArgFact(i, first.name, lo, hi, first.type, values))
+        relations = {f.relation for f in facts if f is not None}
+        relation = first.relation if len(relations) == 1 else None  # the same at every launch
+        if (lo, hi) != (first.type.lo, first.type.hi) or relation is not None:
+            out.append(ArgFact(i, first.name, lo, hi, first.type, values, relation=relation))
     return tuple(out)
 
 

@@ -41,14 +41,16 @@ def contract_constraints(z3, ntid: list, contract) -> list:
 
 
 
-def argument_constraints(z3, p, fact, param, ntid=None) -> list:
+def argument_constraints(z3, p, fact, param, ntid=None, param_symbol=None) -> list:
     """The parameter ``p`` (the solver's symbol for what the PARAM
     instruction ``param`` reads) in the range a launch's arguments keep it in
     (``fact``: an `arguments.ArgFact`, or None): none for a field of a
     by-value struct, or a read narrower or wider than the parameter's C++
     type; one of the values it lists, when it lists them; the block's
     dimension (``ntid``: the encoder's 32-bit ``ntid.x/y/z``) when the launch
-    passes its own ``block.x``."""
+    passes its own ``block.x``; its relation to the block and the other
+    parameters (`relations.Relation`; ``param_symbol(j, bits)``: the symbol
+    of parameter number j, None when it is not read at that width)."""
     # a Python int (an int64 fact) may be encoded wider: its values are the same numbers
     wider = fact is not None and fact.type.signed and p.size() > fact.type.bits and param.attrs.get("name") == fact.name
     if fact is None or "offset" in param.attrs or (p.size() != fact.type.bits and not wider):
@@ -62,7 +64,30 @@ def argument_constraints(z3, p, fact, param, ntid=None) -> list:
     lo, hi = (z3.BitVecVal(x % (1 << bits), bits) for x in (fact.lo, fact.hi))
     if fact.lo == fact.hi:
         return [p == lo]
-    out = [z3.And(p >= lo, p <= hi) if fact.type.signed else z3.And(z3.UGE(p, lo), z3.ULE(p, hi))]
+    out = []
+    if fact.relation is not None and not wider:
+        out += _relation(z3, p, fact.relation, ntid, param_symbol)
+    if (fact.lo, fact.hi) != (fact.type.lo, fact.type.hi):
+        out.append(z3.And(p >= lo, p <= hi) if fact.type.signed else z3.And(z3.UGE(p, lo), z3.ULE(p, hi)))
     if fact.values is not None:  # what the host's checks let through (`arguments._values_of`)
         out.append(z3.Or([p == z3.BitVecVal(v % (1 << bits), bits) for v in fact.values]))
     return out
+
+
+def _relation(z3, p, rel, ntid, param_symbol) -> list:
+    """``p == const + sum(coeff * term)`` in ``p``'s width (C's wrapping
+    arithmetic, as the bit-vectors'); nothing when a term has no symbol."""
+    bits = p.size()
+    total = z3.BitVecVal(rel.const % (1 << bits), bits)
+    for coeff, kind, j in rel.terms:
+        if kind == "ntid":
+            if ntid is None:
+                return []
+            n = ntid[j]
+            t = z3.ZeroExt(bits - n.size(), n) if bits > n.size() else z3.Extract(bits - 1, 0, n)
+        else:
+            t = param_symbol(j, bits) if param_symbol is not None else None
+            if t is None:
+                return []
+        total = total + z3.BitVecVal(coeff % (1 << bits), bits) * t
+    return [p == total]

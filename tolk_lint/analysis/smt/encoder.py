@@ -82,6 +82,17 @@ class Encoder(PathConditions):
             self.shared_symbols[name] = z3.Bool(name) if t == "pred" else z3.BitVec(name, self.width(t))
         return self.shared_symbols[name]
 
+    def _param_symbol(self, j: int, bits: int):
+        """The symbol of the kernel's parameter number ``j`` (as its PARAM
+        reads name it), when it is a ``bits``-wide integer; else None."""
+        if j >= len(self.k.params):
+            return None
+        prm = self.k.params[j]
+        if prm.kind != "scalar" or is_float(prm.dtype) or prm.dtype == "pred" or type_bits(prm.dtype) != bits:
+            return None
+        s = self.shared(f"param:{prm.name}", prm.dtype)
+        return s if s.size() == bits else None
+
     def fresh(self, base: str, t: str, thread: int | None):
         """A fresh symbol: per thread (thread = 0/1) or shared (None)."""
         self._sym_id += 1
@@ -384,7 +395,8 @@ class Encoder(PathConditions):
             if not self.k.is_entry:
                 return self.fresh(f"arg_{_clean(name)}", v.type, t)
             p = self.shared(f"param:{name}", v.type)
-            self.constraints += argument_constraints(z3, p, self.k.launch.arguments.get(name), d, self.ntid)
+            self.constraints += argument_constraints(z3, p, self.k.launch.arguments.get(name), d, self.ntid,
+                                                     self._param_symbol)  # fmt: skip
             if self.python and not is_float(v.type) and v.type != "pred":
                 lo, hi = -(1 << 63), (1 << 63) - 1
                 if ".shape[" in name:  # an extent: never negative, and below 2**31 (what a witness may show)
