@@ -357,6 +357,22 @@ def test_later_declarators_and_launches_through_a_kernel_pointer():
     assert via.source == "`dim3 block` and its members at d.cu:12"
 
 
+def test_a_dereferenced_pointer_to_a_kernel_of_an_included_header(tmp_path):
+    """NVIDIA's cppOverload: the kernel is defined in a header the `.cu`
+    includes, assigned to a function pointer, and launched as
+    ``(*func1)<<<...>>>``: the launch is that kernel's."""
+    (tmp_path / "kernels.cuh").write_text("__global__ void simple_kernel(const int *in, int *out, int a) { }\n")
+    cu = tmp_path / "overload.cu"
+    cu.write_text('#include "kernels.cuh"\n#define THREAD_N 256\n'
+                  "void run(const int *in, int *out, int a) {\n"
+                  "  void (*func1)(const int *, int *, int);\n  func1 = simple_kernel;\n"
+                  "  (*func1)<<<16, THREAD_N>>>(in, out, a);\n}\n")
+    from tolk_lint.launch.cuda_source import read_source
+
+    src = read_source(str(cu))
+    assert [s.block for s in src.shapes_for(read_entry("_Z13simple_kernelPKiPii"))] == [(256, 1, 1)]
+
+
 def test_the_constants_of_a_quoted_header_and_a_changed_header_read_again(tmp_path):
     from tolk_lint.launch.cuda_source import read_source
 

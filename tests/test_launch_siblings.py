@@ -88,3 +88,23 @@ def test_only_files_that_launch_one_of_the_kernels_are_read(tmp_path):
                                      "void h(unsigned *d) { big_sort<<<1, 32>>>(d, d, 1u); }\n")
     got = sorted(p.rsplit("/", 1)[1] for p in _launching_siblings([str(tmp_path / "bitonic.cu")]))
     assert got == ["quicksort.cu", "spaced.cu"]
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_a_kernel_kept_in_a_c_header_is_linted_under_the_launch_of_its_includer(tmp_path):
+    """NVIDIA's interval sample keeps its kernel in `cuda_interval.h`; the
+    `.cu` that includes it launches it and has no device code, so nvcc's
+    `.file` table names only the header. The includer's launch (1024
+    threads, every length over 1024) is read: clean, where any launch
+    gives TL101."""
+    (tmp_path / "sort_kernel.h").write_text(KERNEL)
+    main = tmp_path / "main.cu"
+    main.write_text('#include "sort_kernel.h"\n#define LIMIT 1024\n' + LAUNCHER.split("\n", 2)[2])
+    ptx = tmp_path / "main.ptx"
+    subprocess.run(["nvcc", "-ptx", "-lineinfo", "-arch=sm_80", "-o", str(ptx), str(main)], check=True,
+                   capture_output=True)  # fmt: skip
+    assert "main.cu" not in ptx.read_text()  # the table names the header alone
+    assert [d for d in lint_file(str(ptx)).diagnostics if d.severity.value == "error"] == []
+    main.write_text('#include "sort_kernel.h"\n')  # no launch: any block
+    assert {d.code for d in lint_file(str(ptx)).diagnostics} == {"TL101"}

@@ -225,9 +225,12 @@ def _source_files(module: Module) -> list[str]:
             if os.path.isfile(cand):
                 out.append(cand)
                 break
-    # kernels kept in a header (`dwtHaar1D_kernel.cuh`) are launched by the
-    # `.cu` that includes it, which the `.file` table need not name
-    for header in [p for p in out if p.endswith(".cuh")]:
+    # kernels kept in a header (`dwtHaar1D_kernel.cuh`, NVIDIA interval's
+    # `cuda_interval.h`) are launched by the `.cu` that includes it, which
+    # the `.file` table need not name
+    # (a C++ header's kernels are read from it too: their parameters)
+    out += [h for h in _kernel_headers(named, here) if h not in out]
+    for header in [p for p in out if p.endswith((".cuh",) + _C_HEADER_SUFFIXES)]:
         out += [c for c in _includers(header) if c not in out]
     # and a kernel defined in one `.cu` may be launched from another, which
     # declares it by prototype (NVIDIA's cdpBitonicSort: `big_bitonicsort`
@@ -287,6 +290,26 @@ def _declared_only(text: str, name: str) -> bool:
 
 
 _MAX_INCLUDERS_SCANNED = 64  # `.cu` files of a header's folder looked into
+_C_HEADER_SUFFIXES = (".h", ".hpp", ".hxx", ".inl")
+
+
+def _kernel_headers(named: list[str], here: str) -> list[str]:
+    """The C++ headers (``.h``, ``.hpp``) the ``.file`` table names that
+    define a kernel (``__global__``), outside the toolkit's and the
+    system's include folders."""
+    out = []
+    for p in named:
+        unix = p.replace("\\", "/")
+        if not p.endswith(_C_HEADER_SUFFIXES) or "/include/" in unix or unix.startswith("/usr/"):
+            continue
+        path = p if os.path.isabs(p) else os.path.join(here, p)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                if "__global__" in fh.read(1 << 20):
+                    out.append(path)
+        except OSError:
+            continue
+    return out
 
 
 def _includers(header: str) -> list[str]:

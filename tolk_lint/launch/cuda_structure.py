@@ -299,9 +299,10 @@ def _pointer_targets(src: CudaSource, func: Function | None,
     """The kernels a launch through a function pointer may launch: NVIDIA's
     transpose sample sets ``void (*kernel)(float *, float *, int, int)`` to
     one kernel after another (``kernel = &transposeNaive;``) and launches
-    ``kernel<<<grid, threads>>>``. Every kernel the launching function
-    assigns to the variable (or initialises it with) is taken as launched
-    there; none: the name is not such a variable (an empty list)."""
+    ``kernel<<<grid, threads>>>`` (cppOverload: ``func1 = simple_kernel;``,
+    ``(*func1)<<<...>>>``). Every kernel the launching function assigns to
+    the variable (or initialises it with) is taken as launched there; none:
+    the name is not such a variable (an empty list)."""
     parts, targs = named
     if func is None or len(parts) != 1 or targs:
         return []
@@ -323,7 +324,9 @@ def _pointer_targets(src: CudaSource, func: Function | None,
         while value and value[0].text in ("&", "("):
             value = value[1:] if value[0].text == "&" or matching(value, 0) != len(value) - 1 else value[1:-1]
         target = _launched_name(value + [Token("op", "<<<", toks[j].line)], len(value)) if value else None
-        if target is not None and target[0][-1] in kernels and target not in out:
+        # a kernel of this file, or one name alone: what a `<<<` launches is a
+        # kernel, wherever it is defined (cppOverload's are in a header it includes)
+        if target is not None and (target[0][-1] in kernels or len(value) == 1) and target not in out:
             out.append(target)
     return out
 
@@ -338,9 +341,14 @@ def innermost(functions: list[Function], i: int) -> Function | None:
 
 
 def _launched_name(toks: list[Token], i: int) -> tuple[tuple[str, ...], list[list[Token]] | None] | None:
-    """``ns::kernel<args>`` right before the ``<<<`` at ``i``."""
+    """``ns::kernel<args>`` right before the ``<<<`` at ``i`` (or a
+    function pointer dereferenced, ``(*func1)``, as NVIDIA's cppOverload
+    launches: its name, for `_pointer_targets`)."""
     j = i - 1
     targs = None
+    if j >= 3 and [t.text for t in toks[j - 3 : j + 1]] == ["(", "*", toks[j - 1].text, ")"] \
+            and toks[j - 1].kind == "name":  # fmt: skip
+        return (toks[j - 1].text,), None
     if j >= 0 and toks[j].text in (">", ">>"):
         depth = 0
         k = j
