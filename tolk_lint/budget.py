@@ -3,9 +3,9 @@
 A lint never hangs and never grows without limit, whatever its input: the
 engine runs each file under a `Budget` (``time-budget`` seconds and
 ``memory-budget`` MiB of resident memory grown past what the process held
-when the file's lint began; 30 s and 2 GiB on the command line, less in the language server, which also cancels a lint
-whose document changed), and each kernel under a share of it
-(``kernel-time-budget``).
+when the file's lint began; 30 s and 2 GiB on the command line, less in
+the language server, which also cancels a lint whose document changed),
+and each kernel under a share of it (``kernel-time-budget``).
 
 The analyses check the budget cooperatively: `check(what)` at the points
 where work can grow (each pair of accesses a race search examines, each
@@ -161,10 +161,10 @@ class Budget:
         if self.memory_bytes is not None and now - self._memory_seen >= MEMORY_CHECK_INTERVAL:
             self._memory_seen = now
             rss = resident_bytes()
-            if rss is not None and rss - (self.memory_base or 0) > self.memory_bytes:
-                grown = (rss - (self.memory_base or 0)) // MIB
+            grown = None if rss is None else rss - (self.memory_base or 0)
+            if grown is not None and grown > self.memory_bytes:
                 return (f"the memory budget of {self.memory_bytes // MIB} MiB ran out "
-                        f"({grown} MiB more in use than when the file's lint began)")  # fmt: skip
+                        f"({grown // MIB} MiB more in use than when the file's lint began)")  # fmt: skip
         return None
 
 

@@ -50,7 +50,7 @@ from tolk_lint.launch import host_eval, host_ranges
 from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, split_top, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
 from tolk_lint.launch.cuda_structure import passed_by_reference, scope_holds
-from tolk_lint.launch.relations import Relation, relation_of
+from tolk_lint.launch.relations import Relation, block_dimension, relation_of
 
 if TYPE_CHECKING:
     from tolk_lint.launch.cuda_source import CudaSource
@@ -128,7 +128,7 @@ def launch_facts(src: CudaSource, launch: Launch, binding: dict[str, int] | None
     for i, (arg, (pname, ptype)) in enumerate(zip(args, params)):
         if ptype is None or not arg:
             continue
-        dim = _block_dimension(launch, arg)
+        dim = block_dimension([t.text for t in launch.block], [t.text for t in arg])
         if dim is not None and ptype.lo <= 1 and 1024 <= ptype.hi:
             out[i] = ArgFact(i, pname or f"argument {i + 1}", 1, 1024, ptype, None, dim)
             continue
@@ -328,22 +328,6 @@ def _file_local(src: CudaSource, func: Function) -> bool:
     return False
 
 
-
-
-def _block_dimension(launch: Launch, arg: list[Token]) -> int | None:
-    """Which dimension of the launch's own block the argument is: the block
-    expression itself (``<<<g, threads>>>(..., threads)``: x) or a member of
-    it (``<<<g, block>>>(..., block.x)``), evaluated at the same point, so
-    equal whatever its value (NVIDIA's dwtHaar1D passes ``block_size.x``)."""
-    block = [t.text for t in launch.block]
-    text = [t.text for t in arg]
-    if not block:
-        return None
-    if text == block and (len(block) > 1 or block[0][:1].isalpha() or block[0][:1] == "_"):
-        return 0  # (a literal `256` is a constant argument, read as one)
-    if len(text) == len(block) + 2 and text[: len(block)] == block and text[-2] == "." and text[-1] in ("x", "y", "z"):
-        return "xyz".index(text[-1])
-    return None
 
 
 def hull(per_launch: list[dict[int, ArgFact]]) -> tuple[ArgFact, ...]:

@@ -227,8 +227,8 @@ def _source_files(module: Module) -> list[str]:
                 break
     # kernels kept in a header (`dwtHaar1D_kernel.cuh`, NVIDIA interval's
     # `cuda_interval.h`) are launched by the `.cu` that includes it, which
-    # the `.file` table need not name
-    # (a C++ header's kernels are read from it too: their parameters)
+    # the `.file` table need not name; a C++ header is read too, for its
+    # kernels' parameters
     out += [h for h in _kernel_headers(named, here) if h not in out]
     for header in [p for p in out if p.endswith((".cuh",) + _C_HEADER_SUFFIXES)]:
         out += [c for c in _includers(header) if c not in out]

@@ -85,6 +85,21 @@ def relation_of(launch: Launch, i: int, arg: list[Token], params: tuple[tuple[st
     return Relation(const, terms, names)
 
 
+def block_dimension(block: list[str], arg: list[str]) -> int | None:
+    """Which dimension of the launch's own block (``block``, its tokens'
+    texts) the argument ``arg`` is: the block expression itself
+    (``<<<g, threads>>>(..., threads)``: x) or a member of it
+    (``<<<g, block>>>(..., block.x)``), evaluated at the same point, so
+    equal whatever its value (NVIDIA's dwtHaar1D passes ``block_size.x``)."""
+    if not block:
+        return None
+    if arg == block and (len(block) > 1 or block[0][:1].isalpha() or block[0][:1] == "_"):
+        return 0  # (a literal `256` is a constant argument, read as one)
+    if len(arg) == len(block) + 2 and arg[: len(block)] == block and arg[-2] == "." and arg[-1] in ("x", "y", "z"):
+        return "xyz".index(arg[-1])
+    return None
+
+
 class _Linear:
     """A recursive descent over ``+ -`` of ``*`` / ``<<`` of primaries,
     keeping a linear form (const, {term: coeff}); None when the argument is
@@ -94,8 +109,9 @@ class _Linear:
         self.toks, self.plain, self.block, self.constant = toks, plain, block, constant
         self.i = 0
 
-    def peek(self) -> str:
-        return self.toks[self.i].text if self.i < len(self.toks) else ""
+    def peek(self, k: int = 0) -> str:
+        j = self.i + k
+        return self.toks[j].text if j < len(self.toks) else ""
 
     def parse(self):
         try:
@@ -164,14 +180,12 @@ class _Linear:
             return None
         # the launch's block, or a member of it: `block.x`, `threads`
         n = len(self.block)
-        here = [t.text for t in self.toks[self.i : self.i + n + 2]]
-        if self.block and here[: n + 2][-2:-1] == ["."] and here[:n] == self.block and here[n + 1] in ("x", "y", "z"):
-            self.i += n + 2
-            return 0, {("ntid", "xyz".index(here[n + 1])): 1}
-        if self.block == [tok.text] and self.peek_after(1) != ".":
-            self.i += 1
-            return 0, {("ntid", 0): 1}
-        if self.peek_after(1) in (".", "(", "[", "->", "::"):
+        for width in (n + 2, 1):
+            d = block_dimension(self.block, [t.text for t in self.toks[self.i : self.i + width]])
+            if d is not None and (width > 1 or self.peek(1) != "."):
+                self.i += width
+                return 0, {("ntid", d): 1}
+        if self.peek(1) in (".", "(", "[", "->", "::"):
             return None
         self.i += 1
         if tok.text in self.plain:
@@ -179,9 +193,6 @@ class _Linear:
         v = self.constant([tok])
         return None if v is None else (v, {})
 
-    def peek_after(self, k: int) -> str:
-        j = self.i + k
-        return self.toks[j].text if j < len(self.toks) else ""
 
 
 def _add(a, b):
