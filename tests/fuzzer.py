@@ -15,7 +15,7 @@ error), or run past its budget (`outcome` says "hang" when the lint took
 longer than ``budget + HANG_SLACK`` seconds; a lint that never returns is
 interrupted by an alarm and reported the same way).
 
-Used by ``tests/test_fuzz.py`` (about 2,000 cases in CI) and
+Used by ``tests/test_fuzz.py`` (1,000 cases in CI) and
 ``bench/fuzz.py`` (any number, in parallel processes).
 """
 

@@ -1,4 +1,5 @@
-"""Fuzzing as a test: 2,000 mutated kernels (`tests/fuzzer.py`, fixed seed)
+"""Fuzzing as a test: 1,000 mutated kernels (`tests/fuzzer.py`, fixed seed;
+``TOLK_FUZZ_CASES`` asks for more)
 linted in this process, each under a quarter-second budget; none may raise,
 report an internal error (TL004) or run past its budget. And every input
 the fuzzer ever found a bug with (`tests/fuzz_regressions/`) stays fixed.
@@ -8,6 +9,7 @@ the fuzzer ever found a bug with (`tests/fuzz_regressions/`) stays fixed.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +22,7 @@ from tolk_lint.engine import load_tool
 from tolk_lint.testing import parse_expectations
 
 SEED = 20261201
-CASES = 2_000
+CASES = int(os.environ.get("TOLK_FUZZ_CASES", "1000"))
 BUDGET = 0.25  # seconds per case: bounded work is the point, not how far each analysis gets
 REGRESSIONS = sorted(p for p in (Path(__file__).parent / "fuzz_regressions").iterdir() if p.suffix in (".py", ".ptx"))
 

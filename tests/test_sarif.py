@@ -34,7 +34,7 @@ ACCEPTANCE = str(CONFTEST_ACCEPTANCE)
 REAL_CORPUS = (os.path.join(REPO, "fixtures", "corpus", "cuda"), os.path.join(REPO, "fixtures", "corpus", "numba_real"))
 
 
-PER_FOLDER = 3  # fixtures of each folder whose SARIF is validated
+PER_FOLDER = 2  # fixtures of each folder whose SARIF is validated
 
 
 def _files() -> list[str]:

@@ -122,3 +122,44 @@ def test_witness_symbols_read_through_the_c_calls_are_the_portable_walks():
     assert [str(x) for x in raw] == sorted(portable) == ["k_loop", "param:n", "tid.x@t0", "tid.x@t1"]
     assert all(x.eq(portable[str(x)]) for x in raw)
     assert shrink.witness_symbols(z3, []) == []
+
+
+GRID_STRIDE_BARRIER = textwrap.dedent("""\
+    from numba import cuda, float32
+
+    # tolk: launch block=(128,1,1)
+    @cuda.jit
+    def scale(x, n):
+        s = cuda.shared.array(128, float32)
+        for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+            s[cuda.threadIdx.x] = x[i]
+            cuda.syncthreads()
+            x[i] = s[127 - cuda.threadIdx.x]
+            cuda.syncthreads()
+    """)
+
+
+def test_a_uniformity_question_the_smallest_launch_answers_asks_nothing_more(monkeypatch):
+    """A grid-stride loop's trips differ between threads 0 and 1 when
+    ``n = 1`` (thread 0 runs one trip, thread 1 none): `solve` tries the
+    smallest launch first (`solver._probe`: threads 0 and 1, trip 0,
+    parameters 1), which answers SAT, so the whole question over symbolic
+    extents (seconds of 64-bit arithmetic for the solver) is never asked,
+    and the witness is that launch."""
+    from tolk_lint.analysis.smt import solver
+
+    checks = []
+    real = solver.check_within_budget
+
+    def counted(s):
+        checks.append(s.num_scopes())  # 1 under the probe's pins, 0 for a question asked whole
+        return real(s)
+
+    monkeypatch.setattr(solver, "check_within_budget", counted)
+    from tolk_lint.engine import lint_text
+
+    diags = [d for d in lint_text(GRID_STRIDE_BARRIER, "k.py").diagnostics if d.code == "TL102"]
+    assert len(diags) == 2
+    assert checks and 0 not in checks  # every uniformity question answered under the probe
+    w = diags[0].witness
+    assert sorted(t[0] for t in w["threads"]) == [0, 1] and w["inputs"]["n"] == 1

@@ -13,8 +13,10 @@ the solver gave up on. Each answer is known by reasoning:
   ``t + 64``), confirmed at least once with no exact question asked
   whole. Numba, and nvcc's PTX of the same kernel in CUDA C.
 - a solver that gives up on every question (a resource limit of 1): the
-  bisection asks once, counts its other steps as failed, and the model
-  stays the one given; with a real limit the witness is threads 0 and 1.
+  bisection asks once and stops, and the model stays the one given; with a
+  real limit the witness is threads 0 and 1.
+- a division by an extent (k-means' staging loop): the parameters pinned
+  first, the witness is a shape of a few rows and columns.
 """
 
 from __future__ import annotations
@@ -148,11 +150,42 @@ def test_shrink_stops_bisecting_when_the_solver_gives_up():
     s.check = counting_check
     got, asked = shrink(z3, s, m, rlimit=1)
     assert checks and set(checks) == {"unknown"}
-    # the first bound asked, then the bisection's steps counted without asking
-    assert asked == MAX_QUERIES and len(checks) < asked
+    # the first bound asked, and no bisection after it: one pin per symbol
+    # (three) and the block's width, each given up on
+    assert asked == len(checks) == 1 + 3 + 1 < MAX_QUERIES
     assert got is m
     # a real limit: the smallest witness, threads 0 and 1 of a block of 2
     s2, m2, (t0, t1, n) = _two_threads(z3)
     got, _ = shrink(z3, s2, m2)
     vals = sorted(got.eval(x, model_completion=True).as_long() for x in (t0, t1))
     assert vals == [0, 1] and got.eval(n, model_completion=True).as_long() == 2
+
+
+STAGE_BY_EXTENT = """from numba import cuda, float32
+
+# tolk: launch block=(128,1,1)
+@cuda.jit
+def stage(centroids, out):
+    sc = cuda.shared.array((16, 8), float32)
+    k = centroids.shape[0]
+    d = centroids.shape[1]
+    for idx in range(cuda.threadIdx.x, k * d, cuda.blockDim.x):
+        sc[idx // d, idx % d] = centroids[idx // d, idx % d]
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = sc[0, 0]
+"""
+
+
+def test_a_witness_through_a_division_by_an_extent_is_small():
+    """k-means' staging loop: ``sc[idx // d, idx % d]`` with ``idx < k * d``
+    leaves the 16x8 tile when ``k > 16`` (row ``idx // d``) or ``d > 8``
+    (column ``idx % d``). Every symbol bounded at once is a question through
+    two 64-bit divisions by ``d`` that the solver gives up on, and the
+    witness stayed Z3's first model (``centroids.shape[0] = 1788119081``,
+    trip 197623808). Pinning the parameters first, one at a time, turns the
+    divisions into divisions by a constant: the witness is a real small one."""
+    [d] = [d for d in engine.lint_text(STAGE_BY_EXTENT, "k.py").diagnostics if d.code == "TL202" and d.span.line == 10]
+    shape = d.witness["inputs"]
+    k, dd = shape["centroids.shape[0]"], shape["centroids.shape[1]"]
+    assert 1 <= k <= 33 and 1 <= dd <= 33 and (k > 16 or dd > 8)
+    assert all(0 <= v < 128 for v in (v for t in d.witness["threads"] for v in t))

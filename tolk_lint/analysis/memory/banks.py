@@ -161,12 +161,18 @@ def _warp_ways(addrs: dict[int, int], width: int):
     return best[0], best[1], best[2], stride
 
 
+MAX_ROW_BYTES = 228 * 1024  # a block's shared memory on the largest GPU: no row is longer
+
+
 def _padding(mf: MemoryCore, acc: Access, bc: BankConflict) -> str:
     """The padding that puts consecutive lanes in distinct banks."""
     name = pretty_buffer(acc.root)
     stride = bc.stride_bytes
     buf = acc.buffer
-    if not stride or stride % 4:
+    size = buf.bytes if buf is not None else None
+    if not stride or stride % 4 or stride >= min(size or MAX_ROW_BYTES, MAX_ROW_BYTES):
+        # no row of the array is that long: the lanes' distance is an address
+        # that wrapped (a negative stride, unsigned), not a row to pad
         return f"pad the rows of `{name}` by one 4-byte word, or swizzle the index, so the lanes fall in distinct banks"
     words = stride // 4
     if mf.k.language == "python" and buf is not None and buf.shape and all(buf.shape):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tolk_lint.analysis.buffers import mem_root, space_of
 from tolk_lint.analysis.smt import bit_ops, lane_ranks
 from tolk_lint.analysis.smt.contract_terms import argument_constraints, contract_constraints, grid_constraints
-from tolk_lint.analysis.smt.float_compare import float_bits, float_compare
+from tolk_lint.analysis.smt.float_compare import float_bits, float_compare, ieee_abs
 from tolk_lint.analysis.smt.paths import PathConditions
 from tolk_lint.analysis.smt.solver import z3mod
 from tolk_lint.ir.cfg import Loop, cfg_of
@@ -511,11 +511,19 @@ class Encoder(PathConditions):
         args = [self.enc(a, t) for a in d.args]
         rt = v.type
         a_types = [a.type for a in d.args]
-        floaty = is_float(rt) or any(is_float(x) for x in a_types)
+        # PTX's instruction type says how it reads its operands' bits: a .f32
+        # register moved to an integer one and shifted (`mov.b32 %r3, %f1;
+        # shr.u32 %r4, %r3, 23`: the exponent) is integer arithmetic on those bits
+        floaty = is_float(rt) or (self.python and any(is_float(x) for x in a_types))
         if op is O.CMP:
             cmp = d.attrs.get("cmp", "eq")
-            if any(is_float(x) for x in a_types) or d.attrs.get("float"):
-                return float_compare(self.uf, z3, cmp, [self._bv(a) for a in args])
+            # PTX: `setp`'s own type says how it reads the bits (IEEE for
+            # .f32/.f64); Python: a float may stand for a complex number's
+            # parts (a free value), so its comparisons stay free predicates
+            ptx_type = None if self.python else d.attrs.get("type")
+            if is_float(ptx_type) if ptx_type else (any(is_float(x) for x in a_types) or d.attrs.get("float")):
+                ieee = ptx_type in ("f32", "f64")
+                return float_compare(self.uf, z3, cmp, [self._bv(a) for a in args], ieee)
             if all(z3.is_bool(a) for a in args):
                 a, b = args
                 if cmp in ("eq",):
@@ -565,6 +573,8 @@ class Encoder(PathConditions):
             if bits < x.size():
                 x = z3.Extract(bits - 1, 0, x)
             return bit_ops.bit_scan(z3, d.attrs["fn"], x, d.attrs, w)
+        if op is O.ABS and not self.python and rt in ("f32", "f64") and a_types == [rt]:
+            return ieee_abs(self.uf, z3, self._bv(args[0]), bool(d.attrs.get("ftz")))
         if op is O.PURE or floaty:
             fn = d.attrs.get("fn", op.value)
             return self.uf(f"f_{fn}_{op.value}_{rt}", [self._bv(a) for a in args], self.sort(rt))

@@ -13,7 +13,12 @@ dimensional block first, then thread 0, trip 0, parameters 0, the block
 just large enough for the two threads), keeping each pin that holds.
 A bound the solver gives up on (its resource limit) ends the bisection:
 the bounds after it are only weaker, as hard to decide as the question
-itself, and are counted as failed without being asked.
+itself. What makes it hard is most often a division or a product by a
+runtime extent (``sc[idx // d, idx % d]``), so then the parameters are
+pinned first, one at a time, each to the first of a few small values
+(least, 1, 2, 3, 5, 9, 17, ...: the just-past-a-power-of-two sizes where
+bounds break) that still gives a model; with them constants the question
+is easy, and the bisection over the other symbols is asked again.
 
 Every model it returns satisfies everything the first did (the assertions
 are kept; only bounds are added), so callers that read other terms from the
@@ -34,6 +39,7 @@ from tolk_lint import budget
 
 MAX_QUERIES = 12
 SHRINK_RLIMIT = 400_000
+_LADDER = (1, 2, 3, 5, 9, 17, 33, 65, 129)  # values tried for a symbol that cannot take its least one
 _PREFIXES = ("ntid.", "tid.", "k_", "g_", "s_", "param:")
 
 
@@ -148,10 +154,12 @@ def _least(x) -> int:
 
 def _pin_order(x) -> tuple:
     """Which symbols to pin first: z and y of the block and the threads, then
-    the trips and parameters, then x."""
+    the parameters, the trips, and x. A parameter pinned to a constant makes
+    a division or a product by it one by a constant, which the solver
+    decides at once; the trips and threads are easy to pin after it."""
     name = x.decl().name()
     dim = name.split("@")[0][-1] if name.startswith(("ntid.", "tid.")) else ""
-    group = {"z": 0, "y": 1}.get(dim, 3 if dim == "x" else 2)
+    group = {"z": 0, "y": 1}.get(dim, 4 if dim == "x" else 2 if name.startswith("param:") else 3)
     return (group, name.startswith("tid."), name)
 
 
@@ -197,38 +205,62 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
         finally:
             solver.pop()
 
-    try:
-        sizes = [_size(z3, best, x, unsigned) for x in syms]
-        hi = max(sizes)
-        if hi > 1:
-            lo = 0  # a bound known to fail (0 is never tried: two threads differ)
-            got = ask(*[_within(z3, x, 1, unsigned) for x in syms])
+    def bisect(pins, free) -> tuple[int, bool]:
+        """The least bound B found for every symbol of ``free`` at once, under
+        ``pins``, and whether the solver gave up on one."""
+        nonlocal asked
+        hi = max(_size(z3, best, x, unsigned) for x in free)
+        if hi <= 1:
+            return hi, False
+        limit = min(max_queries, asked + max_queries * 2 // 3)
+        lo = 0  # a bound known to fail (0 is never tried: two threads differ)
+        got = ask(*pins, *[_within(z3, x, 1, unsigned) for x in free])
+        if got:
+            return 1, False
+        lo = 1
+        while hi - lo > 1 and asked < limit:
+            if got is None:
+                # The solver gave up under a bound. The bisection would go on
+                # to weaker bounds only, each as hard as the question it just
+                # gave up on (most of a shrink's time went to such answers).
+                return hi, True
+            mid = _next_bound(lo, hi)
+            got = ask(*pins, *[_within(z3, x, mid, unsigned) for x in free])
             if got:
-                hi = 1
+                hi = max(_size(z3, best, x, unsigned) for x in free)
             else:
-                lo = 1
-            limit = max_queries * 2 // 3
-            while hi - lo > 1 and asked < limit:
-                if got is None:
-                    # The solver gave up under a bound; the bisection would go on
-                    # to weaker bounds only (each a failure moves `lo` up), each
-                    # as hard as the question it just gave up on (the witness's
-                    # own, nearly: most of a shrink's time went to such answers).
-                    # Those steps are counted as asked and failed, not asked: the
-                    # pins below get the checks they got before.
-                    asked += 1
-                    lo = _next_bound(lo, hi)
-                    continue
-                mid = _next_bound(lo, hi)
-                got = ask(*[_within(z3, x, mid, unsigned) for x in syms])
-                if got:
-                    hi = max(_size(z3, best, x, unsigned) for x in syms)
-                else:
-                    lo = mid
-        pins = [_within(z3, x, hi, unsigned) for x in syms]
+                lo = mid
+        return hi, got is None
+
+    try:
+        pins: list = []
+        hi, gave_up = bisect(pins, syms)
+        pinned = set()
+        if gave_up:
+            # All the symbols bounded at once was too hard (a division by a
+            # runtime extent, say). Pin the parameters first, one at a time,
+            # each to the first value of a short ladder that still gives a
+            # model: with its divisors and factors constants, the rest of the
+            # question is easy, and the bisection over the others is asked again.
+            for x in sorted((x for x in syms if x.decl().name().startswith("param:")), key=_pin_order):
+                for value in (_least(x), *_LADDER):
+                    if asked >= max_queries or value >= _size(z3, best, x, unsigned):
+                        break
+                    got = ask(*pins, x == value)
+                    if got:
+                        pins.append(x == value)
+                        pinned.add(x.decl().name())
+                    if got is not False:  # pinned, or the solver gave up: it would on the next value too
+                        break
+            free = [x for x in syms if x.decl().name() not in pinned]
+            if free and pinned:
+                hi, _ = bisect(pins, free)
+        pins += [_within(z3, x, hi, unsigned) for x in syms if x.decl().name() not in pinned]
         for x in sorted(syms, key=_pin_order):
             if asked >= max_queries:
                 break
+            if x.decl().name() in pinned:
+                continue
             v = best.eval(x, model_completion=True)
             least = _least(x)
             if z3.is_bv_value(v) and v.as_long() == least:
@@ -241,12 +273,11 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
                 break
             n = next((x for x in syms if x.decl().name() == f"ntid.{d}"), None)
             tids = [x for x in syms if x.decl().name() in (f"tid.{d}@t0", f"tid.{d}@t1")]
-            if n is None or not tids:
+            if n is None or not tids or f"ntid.{d}" in pinned:
                 continue
             need = max(best.eval(t, model_completion=True).as_long() for t in tids) + 1
-            if best.eval(n, model_completion=True).as_long() > need:
-                if ask(*pins, n == need):
-                    pins.append(n == need)
+            if best.eval(n, model_completion=True).as_long() > need and ask(*pins, n == need):
+                pins.append(n == need)
     except budget.BudgetExceeded:
         pass  # the lint's budget is spent: the smallest model so far
     except z3.Z3Exception:

@@ -1,7 +1,8 @@
 """The solver itself: z3 imported once and lazily, one seeded tactic, and
 `solve`, which checks a goal under an encoder's constraints within a
 deterministic resource limit (``rlimit``, never a wall-clock timeout: the
-same answer on every machine)."""
+same answer on every machine), after trying the smallest launch there is
+(`_probe`: most threads that differ do so already there)."""
 
 from __future__ import annotations
 
@@ -164,6 +165,46 @@ def check_within_budget(s):
     return r
 
 
+PROBE_RLIMIT = 100_000
+
+
+def _probe(z3, s, rlimit: int):
+    """``s``'s answer with its witness symbols pinned to the smallest launch
+    there is (threads 0 and 1, trip 0 of every loop, every parameter 1) when
+    that has a model: SAT then, and a small witness at once. Whatever else
+    (no model there, or the solver giving up within `PROBE_RLIMIT`) says
+    nothing of the question, which is asked whole after it; ``s`` is left
+    as it was. A question over symbolic extents and strides (a grid-stride
+    loop's exit, ``i // n``) is a circuit the solver may take seconds on,
+    while with its inputs constants propagation alone decides it."""
+    from tolk_lint.analysis.smt.shrink import witness_symbols
+
+    pins = []
+    for x in witness_symbols(z3, s.assertions()):
+        name = x.decl().name()
+        if name.startswith("tid."):
+            pins.append(x == (1 if name == "tid.x@t1" else 0))
+        elif name.startswith(("k_", "g_", "s_")):
+            pins.append(x == 0)
+        elif name.startswith("param:"):
+            pins.append(x == 1)
+    if not pins:
+        return None
+    s.push()
+    try:
+        s.add(*pins)
+        s.set("rlimit", PROBE_RLIMIT)
+        r = check_within_budget(s)
+    except z3.Z3Exception:  # a resource limit surfaces here in some builds
+        r = None
+    finally:
+        s.set("rlimit", rlimit)
+    if r == z3.sat:
+        return r  # the pins stay: the model is theirs, and `shrink` asks under them too
+    s.pop()
+    return r
+
+
 def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     """Check ``goal`` with the encoder's constraints, deterministically."""
     z3 = enc.z3
@@ -177,7 +218,9 @@ def solve(enc: Encoder, goal, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     s.add(*enc.constraints)
     s.add(goal)
     try:
-        r = check_within_budget(s)
+        r = _probe(z3, s, rlimit)
+        if r != z3.sat:
+            r = check_within_budget(s)
     except z3.Z3Exception as e:  # a resource limit surfaces here in some builds
         r = None
         reason = str(e)

@@ -64,6 +64,8 @@ class ArithmeticLowering(OpaqueLowering):
         ct = t
         if "hi" in mods:
             attrs["hi"] = True
+        if "ftz" in mods:
+            attrs["ftz"] = True  # subnormals flushed to zero (`smt.float_compare.ieee_abs`)
         if "wide" in mods:
             attrs["wide"] = True
             rt = wide(t)
