@@ -124,7 +124,7 @@ class Inference:
         self.limit = limit
         self.rlimit = rlimit
         self.natural = natural_sizes(k, limit)
-        self.guesses = sorted(array_sizes(k, limit), reverse=True)
+        self.guesses = sorted(array_sizes(k, limit))
         self._memo: dict[tuple, bool] = {}
         self.questions = 0
 
@@ -292,18 +292,25 @@ class Inference:
     def _largest(self, needs: list[Need], key: tuple, build) -> int | None:
         """The largest natural ``v`` for which ``build(v)`` removes the
         findings, when it is their exact limit (``v + 1`` does not); the
-        kernel's own array sizes are tried first (most kernels' limit is
-        one of them: two questions), then a binary search."""
+        kernel's own array sizes are tried first, smallest first (most
+        kernels' limit is one of them: two questions; a size that fails
+        fails every larger one too, and ends the guesses), then a binary
+        search between the sizes known to hold and to fail."""
         def ok(v: int) -> bool:
             return self.holds(needs, key + (v,), lambda z3, n: build(z3, n, v))
 
         def exact(v: int) -> bool:
             return v >= self.limit or not ok(v + 1)
 
+        holds, fails = 0, self.limit + 1
         for guess in self.guesses:
-            if ok(guess) and exact(guess):
+            if not ok(guess):
+                fails = guess
+                break
+            if exact(guess):
                 return guess
-        best = _search(self.natural, ok)
+            holds = guess
+        best = _search([v for v in self.natural if holds < v < fails], ok) or (holds or None)
         if best is None or best >= self.limit:
             return best
         return best if exact(best) else None  # the exact limit, or an unnatural one: none

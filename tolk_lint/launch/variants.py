@@ -2,8 +2,8 @@
 
 `lint_under_launches` runs the rules once per shape `choose` found (two
 call sites with different blocks: two lints) and merges what they report:
-a finding is kept once, and a finding that depends on the shape (TL2xx,
-TL3xx) says the shapes it holds for ("under the launch block=(16,16,1)
+a finding is kept once, and a finding that depends on the shape (TL1xx,
+TL2xx, TL3xx) says the shapes it holds for ("under the launch block=(16,16,1)
 from the call site at line 88"); every diagnostic's ``data["launch"]``
 lists the shapes it was found under and where they came from (JSON,
 SARIF): ``block`` (None when no shape is known), ``source``, ``kind``, a
@@ -28,7 +28,9 @@ from tolk_lint.launch.shapes import MAX_THREADS, LaunchShape
 log = logging.getLogger("tolk_lint.launch")
 
 # The rules whose findings depend on the block shape: their messages name it.
-SHAPE_CODES = frozenset({"TL201", "TL202", "TL203", "TL204", "TL301", "TL302", "TL303"})
+# (Whether threads diverge depends on it too: `i < n` splits a block of 256
+# threads only when n is not a multiple of 256.)
+SHAPE_CODES = frozenset({"TL101", "TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302", "TL303"})
 
 
 def lint_under_launches(module: Module, k: Kernel, settings, run: Callable[[], list[Diagnostic]]) -> list[Diagnostic]:
