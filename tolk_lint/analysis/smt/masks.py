@@ -163,7 +163,7 @@ def mask_names_its_lanes(kernel: Kernel, ins: Instr, mask: Value, info: Uniformi
         if verdict.status == "unsat":
             return Proof("uniform", None, "the mask names only lanes that run it")
         if verdict.status == "sat":
-            model = verdict.model
+            model = verdict.small_model()
             lanes = [model.eval(x, model_completion=True).as_long() for x in enc.lanes]
             own = z3.is_false(model.eval(enc.bit(m0, 0), model_completion=True))
             value = model.eval(enc.fit(enc._bv(m0), 32), model_completion=True).as_long()
