@@ -48,6 +48,9 @@ class Define:
     line: int
 
 
+ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})  # what changes a variable
+
+
 def lex(text: str) -> tuple[list[Token], list[tuple[int, str]], list[Define]]:
     """The code's tokens (preprocessor lines left out), the comments as
     ``(line, text)``, and the object-like ``#define`` lines."""

@@ -37,16 +37,26 @@ from typing import Any
 from tolk_lint.launch import host_eval
 from tolk_lint.launch.arguments import hull, launch_facts
 from tolk_lint.launch.bounded_block import bounded_block
-from tolk_lint.launch.c_syntax import Evaluator, Token, lex, matching, matching_open, split_args, split_top, statement_end
+from tolk_lint.launch.c_syntax import (
+    ASSIGN_OPS,
+    Evaluator,
+    Token,
+    lex,
+    matching,
+    matching_open,
+    split_args,
+    split_top,
+    statement_end,
+)
 from tolk_lint.launch.comments import comment_above, comment_shape
 from tolk_lint.launch.cuda_structure import (
     DECL_WORDS,
-    binds_on_every_path,
-    declaration_type,
-    in_parens,
     Function,
     KernelDef,
     Launch,
+    binds_on_every_path,
+    declaration_type,
+    in_parens,
     innermost,
     passed_by_reference,
     read_structure,
@@ -457,9 +467,9 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
         k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
         op = toks[k].text
         declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev != "return" and nxt in ("(", "{"))
-        if j < index and (op in _ASSIGN_OPS or declared) and not binds_on_every_path(toks, j, index, func.start):
+        if j < index and (op in ASSIGN_OPS or declared) and not binds_on_every_path(toks, j, index, func.start):
             return True
-        if op in ("++", "--") or (op in _ASSIGN_OPS and (op != "=" or j > index)):
+        if op in ("++", "--") or (op in ASSIGN_OPS and (op != "=" or j > index)):
             if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
                 return True  # (a declaration `int g = ...` after the launch is another variable's)
     return False
@@ -556,7 +566,6 @@ def _lambda_body(toks: list[Token], brace: int) -> bool:
     return toks[k].text == "]" if k >= 0 else False
 
 
-_ASSIGN_OPS = frozenset("= += -= *= /= %= &= |= ^= <<= >>=".split())
 
 
 def _ends_path(toks: list[Token], k: int) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tolk_lint.launch.c_syntax import Evaluator, Token, matching, split_args, statement_end
+from tolk_lint.launch.c_syntax import ASSIGN_OPS, Evaluator, Token, matching, split_args, statement_end
 from tolk_lint.launch.c_types import IntType, int_type
 
 if TYPE_CHECKING:
@@ -106,6 +106,9 @@ def read_structure(src: CudaSource) -> None:
             continue
         if t.text in ("constexpr", "const"):  # outside functions: their bodies are skipped whole
             _global_decl(src, i)
+        elif t.text == "dim3" and all(kind == "namespace" for kind, _ in scopes) and \
+                (i == 0 or toks[i - 1].text in (";", "}", "{", "static")):  # fmt: skip
+            _file_dim3(src, i)
         i += 1
     _launches(src)
 
@@ -260,6 +263,40 @@ def _global_decl(src: CudaSource, i: int) -> None:
     if j < end and toks[j].kind == "name" and j + 1 < end and toks[j + 1].text in ("=", "{"):
         init = toks[j + 2 : end] if toks[j + 1].text == "=" else toks[j + 2 : matching(toks, j + 1)]
         src.globals_.setdefault(toks[j].text, []).append((j, list(init)))
+
+
+def _file_dim3(src: CudaSource, i: int) -> None:
+    """``dim3 block(512);`` at file scope (NVIDIA's simpleMultiCopy): a
+    constant when nothing in the file changes it, which `never_written`
+    checks over every function. Read as `_global_decl`'s constants are."""
+    toks = src.tokens
+    j = i + 1
+    if j + 1 >= len(toks) or toks[j].kind != "name" or toks[j + 1].text not in ("(", "{"):
+        return
+    close = matching(toks, j + 1)
+    if close + 1 >= len(toks) or toks[close + 1].text != ";" or not never_written(src, toks[j].text, j):
+        return
+    src.globals_.setdefault(toks[j].text, []).append((j, [Token("name", "dim3", toks[j].line)] + toks[j + 1 : close + 1]))
+
+
+def never_written(src: CudaSource, name: str, decl: int) -> bool:
+    """Whether no statement of the file changes the variable ``name``
+    declared at token ``decl``: no assignment to it or a member of it, no
+    increment, no address taken, no reference argument. (A function's own
+    declaration of the name is another variable, which the readers find
+    first inside that function.)"""
+    toks = src.tokens
+    for j, t in enumerate(toks):
+        if j == decl or t.text != name or t.kind != "name" or (j and toks[j - 1].text in (".", "->", "::")):
+            continue
+        prev = toks[j - 1].text if j else ""
+        nxt = toks[j + 1].text if j + 1 < len(toks) else ""
+        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
+            return False
+        k = j + 3 if nxt == "." else j + 1  # `block.x = ...`
+        if k < len(toks) and toks[k].text in ASSIGN_OPS and not (prev in DECL_WORDS and k == j + 1):
+            return False
+    return True
 
 
 def _launches(src: CudaSource) -> None:
