@@ -461,6 +461,8 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
             continue
         if j > index and _never_back(toks, j, index, func):
             continue  # (`nblocks.x = ...; ...; break;` after the launch, in its loop)
+        if j < index and _declared_in_closed_scope(toks, name, j, index, func.start):
+            continue  # another variable of the name: `{ dim3 blockSize(32); ... }` before this launch's own
         prev, nxt = toks[j - 1].text, toks[j + 1].text
         if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
             return True
@@ -472,6 +474,23 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
         if op in ("++", "--") or (op in ASSIGN_OPS and (op != "=" or j > index)):
             if not (op == "=" and k == j + 1 and toks[j - 1].kind == "name" and prev != "return"):
                 return True  # (a declaration `int g = ...` after the launch is another variable's)
+    return False
+
+
+def _declared_in_closed_scope(toks: list[Token], name: str, j: int, index: int, start: int) -> bool:
+    """Whether token ``j`` (before the launch at ``index``) names a variable
+    declared in braces that close before the launch: volumeFiltering's
+    ``{ dim3 blockSize(32, 1, 1); ... }`` beside a later ``{ dim3
+    blockSize(16, 16, 1); kernel<<<..., blockSize>>>(...); }``."""
+    for brace in reversed(_open_braces(toks, start, j)):  # innermost first
+        if matching(toks, brace) > index:
+            return False  # braces that hold the launch too: the launch's own variable
+        depth = 0
+        for m in range(brace + 1, j + 1):
+            t = toks[m].text
+            depth += (t == "{") - (t == "}")
+            if depth == 0 and t == name and toks[m].kind == "name" and toks[m - 1].text in DECL_WORDS:
+                return True
     return False
 
 
