@@ -76,33 +76,24 @@ def _settings_of(path: str):
 
 
 @pytest.fixture(scope="module")
-def linted(request) -> dict[str, LintResult]:
-    """The selected files' results, linted together in worker processes
-    (`tolk_lint.batch.lint_files`, one per CPU) as the command line would; CUDA
-    C is compiled to PTX first when nvcc is there (else linted as is: TL001)."""
-    from concurrent.futures import ThreadPoolExecutor
+def linted():
+    """A file's result, linted when a test asks for it (each pytest-xdist
+    worker lints only the files of its own tests: linting every selected
+    file up front did so once per worker); CUDA C is compiled to PTX first
+    when nvcc is there (else linted as is: TL001)."""
+    from tolk_lint.engine import lint_file
 
-    from tolk_lint.batch import lint_files
+    out_dir = tempfile.mkdtemp(prefix="tolk-sarif-")
 
-    wanted = [item.callspec.params["path"] for item in request.session.items
-              if getattr(item, "originalname", "") == "test_sarif_of_every_fixture_is_schema_valid"
-              and hasattr(item, "callspec")]  # fmt: skip
-    target: dict[str, str] = {p: p for p in wanted}
-    cuda = [p for p in wanted if p.endswith(".cu")]
-    if cuda and shutil.which("nvcc"):
-        from tolk_lint.testing import compile_cuda
+    def lint(path: str) -> LintResult:
+        target = path
+        if path.endswith(".cu") and shutil.which("nvcc"):
+            from tolk_lint.testing import compile_cuda
 
-        out_dir = tempfile.mkdtemp(prefix="tolk-sarif-")
+            target = str(compile_cuda(path, "sm_80", tempfile.mkdtemp(dir=out_dir)))
+        return lint_file(target, _settings_of(path))
 
-        def compile_one(p: str) -> str:
-            return str(compile_cuda(p, "sm_80", tempfile.mkdtemp(dir=out_dir)))
-
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            for p, ptx in zip(cuda, pool.map(compile_one, cuda)):
-                target[p] = ptx
-    settings = {t: _settings_of(p) for p, t in target.items()}
-    by_linted = {r.path: r for r in lint_files(sorted(settings), settings.__getitem__, use_cache=False)}
-    return {p: by_linted[t] for p, t in target.items()}
+    return lint
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +111,7 @@ def assert_valid(validator, log: dict) -> None:
 @pytest.mark.slow  # every rule on every fixture: as slow as the analyses (they run in parallel)
 @pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, os.path.dirname(REPO)))
 def test_sarif_of_every_fixture_is_schema_valid(validator, linted, path):
-    result = linted[path]
+    result = linted(path)
     text = render([result], show_suppressed=True, root=os.path.dirname(REPO))
     log = json.loads(text)
     assert_valid(validator, log)
