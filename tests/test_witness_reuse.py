@@ -189,3 +189,25 @@ def test_a_witness_through_a_division_by_an_extent_is_small():
     k, dd = shape["centroids.shape[0]"], shape["centroids.shape[1]"]
     assert 1 <= k <= 33 and 1 <= dd <= 33 and (k > 16 or dd > 8)
     assert all(0 <= v < 128 for v in (v for t in d.witness["threads"] for v in t))
+
+
+PER_BLOCK_SLOT = """from numba import cuda, float32
+
+# tolk: launch block=(128,1,1)
+@cuda.jit
+def per_block(a, out):
+    s = cuda.shared.array(4, float32)
+    if cuda.threadIdx.x == 0:
+        s[cuda.blockIdx.x] = a[cuda.blockIdx.x]
+    cuda.syncthreads()
+    out[cuda.blockIdx.x] = s[0]
+"""
+
+
+def test_a_witness_that_needs_a_far_block_names_it():
+    """``s[blockIdx.x]`` leaves a 4-slot array only in block 4 and later:
+    the block index is a witness symbol, made as small as it can be (4,
+    not whatever Z3 picked), and the message names it."""
+    [d] = [d for d in engine.lint_text(PER_BLOCK_SLOT, "k.py").diagnostics if d.code == "TL202"]
+    assert d.witness["ctaid"] == [4, 0, 0]
+    assert "thread 0 in block (4,0,0)" in d.message

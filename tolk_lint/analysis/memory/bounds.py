@@ -136,6 +136,10 @@ def find_out_of_bounds(mf: MemoryCore) -> list[OutOfBounds]:
         if mf.k.launch.block is None:
             bl = w["block"]
             desc += f" of a block of {bl[0]}x{bl[1]}x{bl[2]}"
+        blk = [model_value(m, c) for c in q.enc.ctaid]
+        if any(isinstance(b, int) and b for b in blk):  # a global index may need a far block: say which
+            w["ctaid"] = blk
+            desc += f" in block ({blk[0]},{blk[1]},{blk[2]})"
         if trips:
             desc += " at " + ", ".join(f"trip {k} of the loop at {loops[lp]}" for lp, k in trips.items())
         inputs = w.get("inputs") or {}

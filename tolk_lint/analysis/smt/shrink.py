@@ -4,7 +4,7 @@ Z3 answers SAT with whatever model it reaches first: threads (122,5,0) and
 (2,4,0) of a block of 128x8x1, ``a = -9223372036854775808``. A person reads
 a witness to replay it, so `shrink` asks again, under the same assertions,
 for a model whose *witness symbols* -- the block size (``ntid.*``), the two
-threads (``tid.*@t0``, ``tid.*@t1``), the loop trips (``k_*``, ``g_*``,
+threads (``tid.*@t0``, ``tid.*@t1``), the block index (``ctaid.*``), the loop trips (``k_*``, ``g_*``,
 ``s_*``) and the kernel's parameters (``param:*``, by magnitude: they are
 shown signed) -- are all at most a bound ``B``, searching ``B`` (first 1,
 then by bisection on a log scale between the bounds known to fail and to
@@ -37,10 +37,10 @@ from typing import Any
 
 from tolk_lint import budget
 
-MAX_QUERIES = 12
+MAX_QUERIES = 14
 SHRINK_RLIMIT = 400_000
 _LADDER = (1, 2, 3, 5, 9, 17, 33, 65, 129)  # values tried for a symbol that cannot take its least one
-_PREFIXES = ("ntid.", "tid.", "k_", "g_", "s_", "param:")
+_PREFIXES = ("ntid.", "tid.", "ctaid.", "k_", "g_", "s_", "param:")
 
 
 def witness_symbols(z3, assertions, prefixes: tuple[str, ...] = _PREFIXES) -> list[Any]:

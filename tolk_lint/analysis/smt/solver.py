@@ -170,7 +170,7 @@ PROBE_RLIMIT = 100_000
 
 def _probe(z3, s, rlimit: int):
     """``s``'s answer with its witness symbols pinned to the smallest launch
-    there is (threads 0 and 1, trip 0 of every loop, every parameter 1) when
+    there is (threads 0 and 1 of block 0, trip 0 of every loop, every parameter 1) when
     that has a model: SAT then, and a small witness at once. Whatever else
     (no model there, or the solver giving up within `PROBE_RLIMIT`) says
     nothing of the question, which is asked whole after it; ``s`` is left
@@ -184,6 +184,8 @@ def _probe(z3, s, rlimit: int):
         name = x.decl().name()
         if name.startswith("tid."):
             pins.append(x == (1 if name == "tid.x@t1" else 0))
+        elif name.startswith("ctaid."):
+            pins.append(x == 0)
         elif name.startswith(("k_", "g_", "s_")):
             pins.append(x == 0)
         elif name.startswith("param:"):
