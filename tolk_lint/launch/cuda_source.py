@@ -55,10 +55,10 @@ from tolk_lint.launch.cuda_structure import (
     KernelDef,
     Launch,
     binds_on_every_path,
+    changed_in_place,
     declaration_type,
     in_parens,
     innermost,
-    passed_by_reference,
     read_structure,
     source_text,
     statement_start,
@@ -463,9 +463,9 @@ def _changed(src: CudaSource, func: Function, name: str, index: int) -> bool:
             continue  # (`nblocks.x = ...; ...; break;` after the launch, in its loop)
         if j < index and _declared_in_closed_scope(toks, name, j, index, func.start):
             continue  # another variable of the name: `{ dim3 blockSize(32); ... }` before this launch's own
-        prev, nxt = toks[j - 1].text, toks[j + 1].text
-        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
+        if changed_in_place(src, j):
             return True
+        prev, nxt = toks[j - 1].text, toks[j + 1].text
         k = j + 3 if nxt == "." and j + 3 < func.end else j + 1  # `grid.x op ...`
         op = toks[k].text
         declared = prev in DECL_WORDS or (toks[j - 1].kind == "name" and prev != "return" and nxt in ("(", "{"))

@@ -237,6 +237,16 @@ def passed_by_reference(src: CudaSource, j: int) -> bool:
     return False
 
 
+def changed_in_place(src: CudaSource, j: int) -> bool:
+    """Whether the variable named at token ``j`` may change there other than
+    by an assignment: an increment or decrement, its address taken, or it
+    passed to a reference parameter (`passed_by_reference`)."""
+    toks = src.tokens
+    prev = toks[j - 1].text if j else ""
+    nxt = toks[j + 1].text if j + 1 < len(toks) else ""
+    return prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j)
+
+
 def _enum(src: CudaSource, brace: int) -> None:
     toks = src.tokens
     end = matching(toks, brace)
@@ -289,10 +299,10 @@ def never_written(src: CudaSource, name: str, decl: int) -> bool:
     for j, t in enumerate(toks):
         if j == decl or t.text != name or t.kind != "name" or (j and toks[j - 1].text in (".", "->", "::")):
             continue
+        if changed_in_place(src, j):
+            return False
         prev = toks[j - 1].text if j else ""
         nxt = toks[j + 1].text if j + 1 < len(toks) else ""
-        if prev in ("++", "--", "&") or nxt in ("++", "--") or passed_by_reference(src, j):
-            return False
         k = j + 3 if nxt == "." else j + 1  # `block.x = ...`
         if k < len(toks) and toks[k].text in ASSIGN_OPS and not (prev in DECL_WORDS and k == j + 1):
             return False

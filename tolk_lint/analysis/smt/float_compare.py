@@ -2,7 +2,7 @@
 
 The encoders leave floating-point arithmetic uninterpreted (a sum is a free
 function of its operands' bits), but a comparison of two single or double
-floats is exact: IEEE orders floats by their bits (`ieee_less`), so a
+floats is exact: IEEE orders floats by their bits (`ieee_compare`), so a
 comparison with a constant bounds the operand's exponent, which code that
 reinterprets the bits as an integer reads (CUDA's `sinf` slow path takes
 ``6 - (exponent - 128) / 32`` as a table index only when ``|x| >= 105615``).

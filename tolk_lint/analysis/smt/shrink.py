@@ -4,9 +4,10 @@ Z3 answers SAT with whatever model it reaches first: threads (122,5,0) and
 (2,4,0) of a block of 128x8x1, ``a = -9223372036854775808``. A person reads
 a witness to replay it, so `shrink` asks again, under the same assertions,
 for a model whose *witness symbols* -- the block size (``ntid.*``), the two
-threads (``tid.*@t0``, ``tid.*@t1``), the block index (``ctaid.*``), the loop trips (``k_*``, ``g_*``,
-``s_*``) and the kernel's parameters (``param:*``, by magnitude: they are
-shown signed) -- are all at most a bound ``B``, searching ``B`` (first 1,
+threads (``tid.*@t0``, ``tid.*@t1``), the block index (``ctaid.*``), the
+loop trips (``k_*``, ``g_*``, ``s_*``) and the kernel's parameters
+(``param:*``, by magnitude: they are shown signed) -- are all at most a
+bound ``B``, searching ``B`` (first 1,
 then by bisection on a log scale between the bounds known to fail and to
 hold); then it tries to pin each symbol to its least value (a one-
 dimensional block first, then thread 0, trip 0, parameters 0, the block
@@ -213,11 +214,10 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
         if hi <= 1:
             return hi, False
         limit = min(max_queries, asked + max_queries * 2 // 3)
-        lo = 0  # a bound known to fail (0 is never tried: two threads differ)
         got = ask(*pins, *[_within(z3, x, 1, unsigned) for x in free])
         if got:
             return 1, False
-        lo = 1
+        lo = 1  # a bound known to fail (0 is never tried: two threads differ)
         while hi - lo > 1 and asked < limit:
             if got is None:
                 # The solver gave up under a bound. The bisection would go on
@@ -273,7 +273,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
                 break
             n = next((x for x in syms if x.decl().name() == f"ntid.{d}"), None)
             tids = [x for x in syms if x.decl().name() in (f"tid.{d}@t0", f"tid.{d}@t1")]
-            if n is None or not tids or f"ntid.{d}" in pinned:
+            if n is None or not tids:
                 continue
             need = max(best.eval(t, model_completion=True).as_long() for t in tids) + 1
             if best.eval(n, model_completion=True).as_long() > need and ask(*pins, n == need):

@@ -184,9 +184,7 @@ def _probe(z3, s, rlimit: int):
         name = x.decl().name()
         if name.startswith("tid."):
             pins.append(x == (1 if name == "tid.x@t1" else 0))
-        elif name.startswith("ctaid."):
-            pins.append(x == 0)
-        elif name.startswith(("k_", "g_", "s_")):
+        elif name.startswith(("ctaid.", "k_", "g_", "s_")):  # block 0, trip 0
             pins.append(x == 0)
         elif name.startswith("param:"):
             pins.append(x == 1)
