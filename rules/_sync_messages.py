@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path, where, where_own  # noqa: F401 (re-exported)
+from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path, where  # noqa: F401 (re-exported)
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
@@ -38,10 +38,11 @@ def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup") -> tuple
     A barrier (``level`` workgroup) in a called function is reported once,
     at the call in the kernel (acceptance convention 1): the Python call of
     an inlined device function, the ``call`` of an inlined ``.func``
-    (``attrs["call_site"]``), and for CUDA C the outermost ``.loc`` frame.
-    A warp collective or tensor-core op is reported where it is: its line
-    in the device function (for CUDA C, the innermost frame in the user's
-    own code, past the toolkit's headers), with the call as a note."""
+    (``attrs["call_site"]``), and for CUDA C the outermost ``.loc`` frame;
+    the origin returned is that frame alone. A warp collective or
+    tensor-core op is reported where it is: its line in the device function
+    (for CUDA C, the innermost frame in the user's own code, past the
+    toolkit's headers); `Rule.diagnostic` adds the calls as notes."""
     related: list[Related] = []
     site = ins.attrs.get("call_site")
     origin = ins.origin
@@ -50,42 +51,23 @@ def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup") -> tuple
             outer = origin.outermost()
             span = Span(ins.span.path if ins.span else outer.path, outer.line, max(1, outer.column))
             related.append(Related(f"{op_text(ins)} is inside the called device function here", ins.span, None))
-            return span, origin, related
+            return span, _frame(outer), related
         if site is not None:
             callee, call_span, _call_origin = site
             related.append(Related(f"{op_text(ins)} is inside `{callee}`, called here", ins.span, _frame(origin)))
-            return call_span or ins.span, origin, related
+            return call_span or ins.span, _frame(origin.outermost()) if origin else None, related
         if origin is not None and origin.inlined_at is not None:
             related.append(Related(f"{op_text(ins)} is inside a function inlined here", None, _frame(origin)))
+            return ins.span, _frame(origin.outermost()), related
         return ins.span, origin, related
-    if ctx.kernel.language == "python":
-        if origin is not None and origin.inlined_at is not None:
-            outer = origin.outermost()
-            related.append(Related("called from the kernel here", Span(ins.span.path if ins.span else outer.path,
-                                                                        outer.line, max(1, outer.column))))  # fmt: skip
-        return ins.span, origin, related
-    own = origin
-    if origin is not None:
-        frames = origin.chain()
-        user = next((f for f in frames if not _toolkit(f.path)), frames[-1])
-        if user is not frames[0]:
-            related.append(Related(f"{op_text(ins)} is inside a function inlined here", None, _frame(frames[0])))
-        callers = frames[frames.index(user) + 1 :]
-        for f in callers:
-            related.append(Related("called from here", None, _frame(f)))
-        own = _frame(user)
     if site is not None and origin is None:  # hand-written PTX: no .loc to say where it was called
         related.append(Related(f"inside `{site[0]}`, called here", site[1], None))
-    return ins.span, own, related
+    return ins.span, origin, related
 
 
 def _frame(o: Origin | None) -> Origin | None:
     """One frame of an origin chain, without the calls around it."""
     return None if o is None else Origin(o.path, o.line, o.column)
-
-
-def _toolkit(path: str) -> bool:
-    return is_toolkit_path(path)
 
 
 def chain(reasons: list[Reason]) -> list[Related]:
@@ -140,6 +122,11 @@ def diagnostic(rule: Rule, ctx: RuleContext, p: Placement, message: str) -> Diag
     related += chain(p.reasons)
     witness = p.proof.witness if (p.proof is not None and p.proof.verdict == "varying") else None
     data = {"level": p.level}
+    own = p.op.origin
+    if origin is not None and own is not None and own.inlined_at is not None and origin.inlined_at is None \
+            and (origin.path, origin.line) == (own.outermost().path, own.outermost().line):  # fmt: skip
+        # reported at the call: the op's own lines, where a noqa also silences it
+        data["inside"] = [{"path": o.path, "line": o.line} for o in own.chain()[:-1]]
     if p.proof is not None:
         data["solver"] = p.proof.verdict
     d = rule.diagnostic(span, message + solver_note(p) + launch_note(p, ctx.kernel), kernel=ctx.kernel, related=related, witness=witness,

@@ -54,7 +54,7 @@ from __future__ import annotations
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
-from ._sync_messages import describe, diagnostic, op_text, where, where_own
+from ._sync_messages import describe, diagnostic, op_text, where
 
 
 class DivergentBarrier(Rule):
@@ -135,8 +135,8 @@ class DivergentBarrier(Rule):
             cause = describe(p.cause)
             if p.exits_early is not None:
                 msg = (f"barrier {op_text(p.op)} in kernel `{ctx.kernel.name}` is not reached by the threads that "
-                       f"leave at {where(p.exits_early)}: the branch at {where_own(term)} on {cause} differs between threads")  # fmt: skip
+                       f"leave at {where(p.exits_early)}: the branch at {where(term)} on {cause} differs between threads")  # fmt: skip
             else:
                 msg = (f"barrier {op_text(p.op)} in kernel `{ctx.kernel.name}` is reached only by some threads: "
-                       f"it runs under the branch at {where_own(term)} on {cause}, which differs between threads")  # fmt: skip
+                       f"it runs under the branch at {where(term)} on {cause}, which differs between threads")  # fmt: skip
             yield diagnostic(self, ctx, p, msg)

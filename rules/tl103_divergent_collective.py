@@ -52,7 +52,7 @@ from __future__ import annotations
 from tolk_lint.diagnostics import Severity
 from tolk_lint.registry import Invalid, Rule, RuleContext, Valid
 
-from ._sync_messages import describe, diagnostic, op_text, where, where_own
+from ._sync_messages import describe, diagnostic, op_text, where
 
 
 class DivergentCollective(Rule):
@@ -105,13 +105,13 @@ class DivergentCollective(Rule):
             elif p.level == "warpgroup":
                 term = p.branch.terminator if p.branch is not None else None
                 msg = (f"warpgroup tensor-core op {op_text(p.op)} in kernel `{ctx.kernel.name}` must be run by the "
-                       f"four warps of its warpgroup together, but runs under the branch at {where_own(term)} on "
+                       f"four warps of its warpgroup together, but runs under the branch at {where(term)} on "
                        f"{describe(p.cause)}, which differs within the warpgroup")  # fmt: skip
             else:
                 term = p.branch.terminator if p.branch is not None else None
                 cause = describe(p.cause)
                 msg = (f"warp collective {op_text(p.op)} in kernel `{ctx.kernel.name}` names every lane in its mask "
-                       f"but runs under the branch at {where_own(term)} on {cause}, which differs within the warp")  # fmt: skip
+                       f"but runs under the branch at {where(term)} on {cause}, which differs within the warp")  # fmt: skip
             yield diagnostic(self, ctx, p, msg)
 
 

@@ -120,13 +120,13 @@ class BankConflict(Rule):
     ]
 
     def check(self, ctx: RuleContext):
-        from tolk_lint.analysis.memory import access_text, pretty_buffer
+        from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
 
         facts = ctx.memory()
         best: dict = {}
         for c in facts.bank_conflicts():
             ins = c.access.instr
-            key = (ins.origin.outermost().line,) if ins.origin is not None else (ins.span.line, ins.span.column)
+            key = source_key(ins)
             if key not in best or c.ways > best[key].ways:
                 best[key] = c
         for c in best.values():

@@ -214,11 +214,12 @@ class AsyncCopyHazard(Rule):
         """Reads of a ``wgmma.mma_async``'s accumulators before the
         ``wgmma.wait_group`` that retires its group (`analysis.wgmma`), one
         per source line."""
+        from tolk_lint.analysis.memory import source_key
         from tolk_lint.analysis.wgmma import pending_reads
 
         lines: set = set()
         for reader, mma in pending_reads(ctx.kernel):
-            key = reader.origin.outermost().line if reader.origin is not None else reader.span
+            key = source_key(reader)
             if key in lines:
                 continue
             lines.add(key)

@@ -291,7 +291,9 @@ def test_toolkit_headers_are_skipped(tmp_path):
     assert user_frame(inner).line == 7
     (tmp_path / "k.cu").write_text("\n" * 10)
     (tmp_path / "k.ptx").write_text("\n" * 30)
-    d = Diagnostic("TL103", Severity.ERROR, "m", Span(str(tmp_path / "k.ptx"), 20, 2, 20, 9), origin=o)
+    from tolk_lint.catalog import rule_by_code
+
+    d = rule_by_code("TL103")().diagnostic(Span(str(tmp_path / "k.ptx"), 20, 2, 20, 9), "m", origin=o)
     [r] = sarif.sarif_log([LintResult(d.span.path, None, [d])], root=str(tmp_path))["runs"][0]["results"]
     assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "k.cu"
     assert r["locations"][0]["physicalLocation"]["region"]["startLine"] == 7
@@ -522,3 +524,113 @@ def test_a_branch_inside_a_device_function_is_named_by_its_own_line():
     )
     [d] = [d for d in lint_text(src, "inlined.py").diagnostics if d.code == "TL103"]
     assert "the branch at line 6 (in a function called at line 16) on `tid < 2`" in d.message
+
+
+RACE_IN_HELPERS = """\
+__device__ float right_of(const float *s)
+{
+    return s[(threadIdx.x + 1) % 256];
+}
+
+__device__ void put(float *s, float v)
+{
+    s[threadIdx.x] = v;
+}
+
+__device__ void stage(float *s, const float *x, int i)
+{
+    s[threadIdx.x] = x[i];
+    __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(256) helpers_race(const float *x, float *y, int n)
+{
+    __shared__ float s[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    put(s, x[i]);
+    y[i] = right_of(s);
+}
+
+extern "C" __global__ void __launch_bounds__(256) helpers_barrier(const float *x, float *y, int n)
+{
+    __shared__ float s[256];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    stage(s, x, i);
+    y[i] = s[255 - threadIdx.x];
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_a_finding_inside_a_device_function_lands_on_its_line_with_the_call_as_a_note(tmp_path):
+    # the race's read is line 3 (in `right_of`, called at 22), its write line 8
+    # (in `put`, called at 21): JSON, SARIF, GitHub and the message all say so;
+    # the divergent barrier inside `stage` stays at its call (line 30)
+    from tolk_lint.outputs import github, sarif
+
+    ptx = _ptx(tmp_path, "helpers", RACE_IN_HELPERS)
+    res = lint_file(str(ptx), settings=resolve_settings(block=(256, 1, 1)))
+    [race] = [d for d in res.diagnostics if d.code == "TL201"]
+    assert race.to_json()["origin"]["line"] == 3
+    assert "at line 8 of helpers.cu (in a function called at line 21)" in race.message
+    notes = [(r["line"], r["message"]) for r in race.to_json()["related"]]
+    assert notes[0] == (22, "called from here")
+    [barrier] = [d for d in res.diagnostics if d.code == "TL101"]
+    assert barrier.to_json()["origin"]["line"] == 30 and barrier.data["inside"][0]["line"] == 14
+    results = sarif.sarif_log([res], root=str(tmp_path))["runs"][0]["results"]
+    lines = {r["ruleId"]: r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results}
+    assert lines == {"TL201": 3, "TL101": 30}
+    [tl201] = [r for r in results if r["ruleId"] == "TL201"]
+    assert any(x["message"]["text"] == "called from here" and x["physicalLocation"]["region"]["startLine"] == 22
+               for x in tl201["relatedLocations"])  # fmt: skip
+    assert "::error file=helpers.cu,line=3," in github.render([res], root=str(tmp_path))
+
+
+@pytest.mark.nvcc
+def test_a_noqa_at_the_call_or_at_the_line_itself_silences_a_finding_inside_a_device_function(tmp_path):
+    def codes(text: str) -> list[str]:
+        (tmp_path / "helpers.ptx").unlink(missing_ok=True)
+        ptx = _ptx(tmp_path, "helpers", text)
+        return sorted(d.code for d in lint_file(str(ptx), settings=resolve_settings(block=(256, 1, 1))).diagnostics)
+
+    assert codes(RACE_IN_HELPERS) == ["TL101", "TL201"]
+    at_call = RACE_IN_HELPERS.replace("y[i] = right_of(s);", "y[i] = right_of(s);  // tolk: noqa: TL201")
+    at_line = RACE_IN_HELPERS.replace("return s[(threadIdx.x + 1) % 256];",
+                                      "return s[(threadIdx.x + 1) % 256];  // tolk: noqa: TL201")
+    in_stage = RACE_IN_HELPERS.replace("    __syncthreads();\n", "    __syncthreads();  // tolk: noqa: TL101\n")
+    assert codes(at_call) == ["TL101"] and codes(at_line) == ["TL101"] and codes(in_stage) == ["TL201"]
+
+
+def test_a_python_finding_inside_a_device_function_names_its_call(tmp_path):
+    from tolk_lint.outputs import text
+
+    py = tmp_path / "helpers.py"
+    py.write_text(textwrap.dedent("""\
+        from numba import cuda, float32
+
+
+        @cuda.jit(device=True)
+        def right_of(s):
+            return s[(cuda.threadIdx.x + 1) % 256]
+
+
+        @cuda.jit(device=True)
+        def put(s, v):
+            s[cuda.threadIdx.x] = v
+
+
+        @cuda.jit
+        def k(x, y):
+            s = cuda.shared.array(256, float32)
+            i = cuda.grid(1)
+            put(s, x[i])
+            y[i] = right_of(s)
+        """))
+    res = lint_file(str(py), settings=resolve_settings(block=(256, 1, 1)))
+    [d] = [d for d in res.diagnostics if d.code == "TL201"]
+    assert d.span.line == 6
+    assert "the load at line 6 (in a function called at line 19)" in d.message
+    assert "the store at line 11 (in a function called at line 18)" in d.message
+    out = text.render([res])
+    assert "called from here" in out and "in source" not in out  # the Python line is the source line

@@ -165,22 +165,22 @@ def test_a_rich_result(validator, tmp_path):
     assert res["ruleId"] == "TL101" and res["level"] == "error"
     assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == "TL101"
     loc = res["locations"][0]
-    # PTX with line info lands on the user's CUDA C line (the outermost frame: the kernel's call)
+    # PTX with line info lands on the user's CUDA C line: the origin's own frame (a rule that
+    # reports at a call, as the barrier rules do, passes the call's frame as the origin)
     assert loc["physicalLocation"]["artifactLocation"] == {"uri": "kernels/k.cu", "uriBaseId": "%SRCROOT%"}
-    assert loc["physicalLocation"]["region"] == {"startLine": 30, "startColumn": 3}
+    assert loc["physicalLocation"]["region"] == {"startLine": 18, "startColumn": 9}
     assert loc["logicalLocations"] == [{"name": "column_sums", "kind": "function"}]
     rel = res["relatedLocations"]
-    assert [r["id"] for r in rel] == [1, 2, 3, 4, 5, 6]
-    # the PTX instruction linted first, then the origin chain: the .cu line, the call it was inlined into
+    assert [r["id"] for r in rel] == [1, 2, 3, 4, 5]
+    # the PTX instruction linted first, then the .cu line, then the notes
     assert rel[0]["physicalLocation"]["artifactLocation"]["uri"] == "kernels/k.ptx"
     assert rel[0]["physicalLocation"]["region"] == {"startLine": 12, "startColumn": 5, "endLine": 12, "endColumn": 16}
     assert rel[1]["physicalLocation"]["artifactLocation"]["uri"] == "kernels/k.cu"
     assert rel[1]["physicalLocation"]["region"]["startLine"] == 18
-    assert rel[2]["physicalLocation"]["region"]["startLine"] == 30
-    assert rel[3]["message"]["text"] == "branch on `%p1`"
-    assert rel[3]["physicalLocation"]["region"]["startLine"] == 10
-    assert rel[4]["physicalLocation"]["artifactLocation"]["uri"] == "kernels/k.cu"
-    assert "physicalLocation" not in rel[5]
+    assert rel[2]["message"]["text"] == "branch on `%p1`"
+    assert rel[2]["physicalLocation"]["region"]["startLine"] == 10
+    assert rel[3]["physicalLocation"]["artifactLocation"]["uri"] == "kernels/k.cu"
+    assert "physicalLocation" not in rel[4]
     [fix] = res["fixes"]
     [change] = fix["artifactChanges"]
     assert change["artifactLocation"]["uri"] == "kernels/k.ptx"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, is_toolkit_path
+from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, is_toolkit_path, report_frame
 
 
 def _key(d: Diagnostic) -> tuple | None:
@@ -80,7 +80,7 @@ def also_at_text(d: Diagnostic) -> str | None:
     what = "PTX line" if len(lines) == 1 else "PTX lines"
     text = f"also at {what} {', '.join(str(n) for n in lines)}"
     if d.origin is not None:
-        o = d.origin.outermost()
+        o = report_frame(d.origin)
         text += (f" (the same line {o.line} of {os.path.basename(o.path)}: an unrolled loop, or a call that compiles "
                  "to several instructions)")
     return text

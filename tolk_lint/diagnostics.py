@@ -83,7 +83,7 @@ class Related:
     origin: Origin | None = None
 
     def to_json(self) -> dict[str, Any]:
-        loc = self.origin.outermost() if self.origin is not None else None
+        loc = report_frame(self.origin)
         if loc is not None:
             return {"path": loc.path, "line": loc.line, "column": loc.column or 1, "message": self.message,
                     "linted_path": self.span.path if self.span else None,
@@ -100,8 +100,9 @@ class Related:
 # line that reaches them, not into the headers.
 _TOOLKIT = re.compile(r"/cuda[^/]*/(bin/\.\./)?(targets/[^/]+/)?include/"
                       r"|(^|/)(cub|thrust|cuda|cccl|cooperative_groups|crt)/([^/]+/)*[^/]+\.(h|hpp|cuh|inl)$"
-                      r"|(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|cooperative_groups"
-                      r"|cuda_fp16|cuda_bf16|mma)[^/]*\.(h|hpp)$")  # fmt: skip
+                      r"|(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|device_atomic_functions"
+                      r"|device_double_functions|math_functions|cooperative_groups|cuda_fp16|cuda_bf16|cuda_fp8"
+                      r"|cuda_pipeline|cuda_awbarrier|texture_fetch_functions|surface_functions|mma)[^/]*\.(h|hpp)$")  # fmt: skip
 
 
 def is_toolkit_path(path: str) -> bool:
@@ -110,42 +111,59 @@ def is_toolkit_path(path: str) -> bool:
 
 
 def user_frame(origin: Origin | None) -> Origin | None:
-    """The frame of an origin chain a person reads: the outermost (the
-    kernel's line that reaches the op), or, when that is a toolkit header,
-    the innermost of the user's own; None when every frame is the toolkit's."""
+    """The frame of an origin chain a person reads: the innermost one in the
+    user's own code, past the toolkit's headers (the line of a
+    ``__shfl_down_sync`` in ``sm_30_intrinsics.hpp`` reads as the user's call
+    of it), with the calls it was inlined into still chained as its
+    ``inlined_at``; None when every frame is the toolkit's.
+
+    A finding inside a device function is placed at its own line there, the
+    calls being notes, as clang and mypy report inside the called function.
+    Barriers are the exception (acceptance convention 1: at the call in the
+    kernel); their rules pass that frame as the origin."""
+    o = origin
+    while o is not None and is_toolkit_path(o.path):
+        o = o.inlined_at
+    return o
+
+
+def report_frame(origin: Origin | None) -> Origin | None:
+    """`user_frame`, or the outermost frame when every frame is the toolkit's."""
     if origin is None:
         return None
-    frames = origin.chain()
-    if not is_toolkit_path(frames[-1].path):
-        return frames[-1]
-    return next((f for f in frames if not is_toolkit_path(f.path)), None)
+    return user_frame(origin) or origin.outermost()
+
+
+def callers(origin: Origin | None) -> list[Origin]:
+    """The user's calls the reported frame of ``origin`` was inlined into,
+    innermost first, each without the calls around it."""
+    frame = report_frame(origin)
+    out = []
+    o = frame.inlined_at if frame is not None else None
+    while o is not None:
+        if not is_toolkit_path(o.path):
+            out.append(Origin(o.path, o.line, o.column))
+        o = o.inlined_at
+    return out
 
 
 def where(ins) -> str:
     """How a message names the line of an instruction (an `Instr`), saying
     which file's line it is: ``line 12`` of a Python kernel; for PTX,
     ``line 88 of matrixMul.cu`` (its ``.loc``, the user's own frame past the
-    toolkit's headers) or ``PTX line 57`` when it has none."""
-    return where_lines([ins])
-
-
-def where_own(ins) -> str:
-    """`where`, for an instruction inside a function inlined into the
-    kernel: its own line in that function (the innermost of the user's
-    frames), then the call it was inlined at (``line 5 (in a function called
-    at line 17)``). The branch that decides a finding is the user's ``if``,
-    not the call around it."""
-    out = where(ins)
+    toolkit's headers) or ``PTX line 57`` when it has none. Inside a function
+    inlined into the kernel, the call follows: ``line 5 (in a function called
+    at line 17)``."""
+    out = where_lines([ins])
     origin = getattr(ins, "origin", None) if ins is not None else None
-    if origin is None or origin.inlined_at is None:
+    calls = callers(origin)
+    if not calls:
         return out
-    inner = next((f for f in origin.chain() if not is_toolkit_path(f.path)), None)
-    outer = user_frame(origin)
-    if inner is None or outer is None or inner is outer:
-        return out
+    call = calls[-1]
     span = ins.span
-    label = "" if span is not None and inner.path == span.path else f" of {os.path.basename(inner.path)}"
-    return f"line {inner.line}{label} (in a function called at {out})"
+    same = call.path == report_frame(origin).path or (span is not None and call.path == span.path)
+    label = "" if same else f" of {os.path.basename(call.path)}"
+    return f"{out} (in a function called at line {call.line}{label})"
 
 
 def where_lines(instrs) -> str:
@@ -176,10 +194,10 @@ def _file_and_line(ins) -> tuple[str, int]:
     if span is None:
         return "", 0
     if ins.origin is not None:
-        o = user_frame(ins.origin) or ins.origin.outermost()
+        o = report_frame(ins.origin)
         if o.path != span.path:
             return os.path.basename(o.path), o.line
-        return "", ins.origin.outermost().line
+        return "", o.line
     block = getattr(ins, "block", None)
     language = block.kernel.language if block is not None and block.kernel is not None else None
     if language == "ptx" or (language is None and span.path.endswith(".ptx")):
@@ -217,7 +235,7 @@ class Diagnostic:
     def to_json(self) -> dict[str, Any]:
         origin = None
         if self.origin is not None:
-            o = self.origin.outermost()
+            o = report_frame(self.origin)
             origin = {"path": o.path, "line": o.line, "column": o.column}
         return {
             "code": self.code,

@@ -15,11 +15,12 @@ which `tolk_lint.catalog` reads.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
-from tolk_lint.diagnostics import Diagnostic, Fix, Related, Severity
+from tolk_lint.diagnostics import Diagnostic, Fix, Related, Severity, callers, is_toolkit_path, report_frame
 from tolk_lint.ir.nodes import Instr, Kernel, Module, Origin, Span
 
 if TYPE_CHECKING:
@@ -144,6 +145,17 @@ class Rule:
             span, origin = at.span, origin or at.origin
         else:
             span = at
+        # a finding inside a device function is at its own line there: the
+        # calls it was inlined into are notes, innermost first; a line of the
+        # toolkit's headers (a shuffle inside `__shfl_down_sync`) is placed at
+        # the user's call of it and is a note too
+        notes = [Related("called from here", None, o) for o in callers(origin)]
+        if origin is not None and origin.inlined_at is not None and is_toolkit_path(origin.path):
+            notes.insert(0, Related(f"inside {os.path.basename(origin.path)}, inlined here", None,
+                                    Origin(origin.path, origin.line, origin.column)))  # fmt: skip
+        if notes:
+            related = notes + list(related or [])
+        origin = report_frame(origin)
         return Diagnostic(
             code=self.code,
             severity=self.severity,

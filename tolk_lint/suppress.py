@@ -9,7 +9,9 @@ The grammar is ruff's, so the two tools read each other's comments the same way:
   case-insensitive; a code also matches as a prefix (``TL1``).
 - A PTX diagnostic whose origin (``.loc``) is a line of a readable CUDA C,
   Triton or Python file honours a noqa on that line (or on the line of any
-  call it was inlined into), so users suppress where they wrote the code.
+  call it was inlined into; a barrier reported at the call of the function
+  holding it, on its own line too), so users suppress where they wrote the
+  code.
 - ``tolk: noqa-file`` (optionally ``: CODES``) on a line of its own exempts
   the whole file (or, in a ``.cu`` file, every diagnostic that comes from it).
 - ``per-file-ignores`` in the configuration: glob (gitignore syntax, relative
@@ -221,9 +223,12 @@ def apply_suppressions(
 
 
 def _origin_suppressed(d: Diagnostic, module_path: str) -> bool:
-    for o in d.origin.chain():  # type: ignore[union-attr]
-        lines = _lines_of(origin_path(module_path, o.path))
-        if _suppressed_at(lines, o.line, d.code) or _file_covers(file_noqa(lines), d.code):
+    frames = [(o.path, o.line) for o in d.origin.chain()]  # type: ignore[union-attr]
+    # a barrier reported at the call of the function holding it: its own lines too
+    frames += [(f["path"], f["line"]) for f in (d.data or {}).get("inside", ())]
+    for path, line in frames:
+        lines = _lines_of(origin_path(module_path, path))
+        if _suppressed_at(lines, line, d.code) or _file_covers(file_noqa(lines), d.code):
             return True
     return False
 

@@ -380,13 +380,16 @@ def _same_file(a: str | None, b: str | os.PathLike) -> bool:
 
 def place(diags: list[Diagnostic], source: str | os.PathLike, via_origin: bool) -> list[Placed]:
     """Put each diagnostic on a line of ``source``: its span line (PTX and
-    Python fixtures), or its ``.loc`` origin's outermost line (CUDA C)."""
+    Python fixtures), or the line its ``.loc`` origin reports at (CUDA C:
+    `report_frame`)."""
+    from tolk_lint.diagnostics import report_frame
+
     out = []
     for d in diags:
         where = f"{os.path.basename(d.span.path)}:{d.span.line}"
         line = None
         if via_origin:
-            o = d.origin.outermost() if d.origin is not None else None
+            o = report_frame(d.origin)
             if o is not None and _same_file(o.path, source):
                 line = o.line
         elif _same_file(d.span.path, source):

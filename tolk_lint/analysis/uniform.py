@@ -79,6 +79,7 @@ from tolk_lint.analysis.buffers import (
     space_of,
 )
 from tolk_lint.analysis.uniformity_info import Proof, Reason, UniformityInfo
+from tolk_lint.diagnostics import report_frame
 from tolk_lint.ir.cfg import CFG, Loop, cfg_of
 from tolk_lint.ir.nodes import Block, Instr, Kernel, Module, Value
 from tolk_lint.ir.opcodes import (
@@ -362,7 +363,7 @@ def _line(ins: Instr | None) -> int | str:
     if ins is None or ins.span is None:
         return "?"
     if ins.origin is not None:
-        return ins.origin.outermost().line
+        return report_frame(ins.origin).line
     return ins.span.line
 
 

@@ -44,6 +44,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from tolk_lint.diagnostics import report_frame
 from tolk_lint.launch.shapes import MAX_THREADS, Contract, LaunchShape
 
 log = logging.getLogger("tolk_lint.launch")
@@ -107,7 +108,7 @@ def _line(ins) -> int:
 def user_line(ins) -> int:
     """The line the person wrote: the ``.loc`` origin's, else the linted line."""
     if ins.origin is not None:
-        return ins.origin.outermost().line
+        return report_frame(ins.origin).line
     return _line(ins)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from tolk_lint.diagnostics import Diagnostic, Severity
+from tolk_lint.diagnostics import Diagnostic, Severity, report_frame
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.outputs import rule_url
 
@@ -90,17 +90,12 @@ def _origin_location(o: Origin, module_path: str) -> types.Location:
 def related_information(d: Diagnostic, uri: str, pos: Positions) -> list[types.DiagnosticRelatedInformation]:
     here = types.Location(uri=uri, range=pos.span(d.span))
     out = []
-    if d.origin is not None:
-        chain = d.origin.chain()
-        out.append(types.DiagnosticRelatedInformation(_origin_location(chain[0], d.span.path),
+    if d.origin is not None:  # the calls it was inlined into are among the related notes
+        out.append(types.DiagnosticRelatedInformation(_origin_location(report_frame(d.origin), d.span.path),
                                                       "the source line this comes from"))  # fmt: skip
-        for o in chain[1:]:
-            out.append(
-                types.DiagnosticRelatedInformation(_origin_location(o, d.span.path), "inlined into this call")
-            )
     for r in d.related:
         if r.origin is not None:
-            loc = _origin_location(r.origin.outermost(), d.span.path)
+            loc = _origin_location(report_frame(r.origin), d.span.path)
         elif r.span is not None and os.path.abspath(r.span.path) == os.path.abspath(d.span.path):
             loc = types.Location(uri=uri, range=pos.span(r.span))
         elif r.span is not None:

@@ -19,7 +19,7 @@ for it). SARIF upload has no such cap.
 from __future__ import annotations
 
 from tolk_lint.copies import also_at_text
-from tolk_lint.diagnostics import Diagnostic
+from tolk_lint.diagnostics import Diagnostic, report_frame
 from tolk_lint.engine import LintResult
 from tolk_lint.outputs import relative_path, repo_root, source_location
 
@@ -38,10 +38,10 @@ def escape_property(s: str) -> str:
 def _message(d: Diagnostic) -> str:
     lines = [d.message]
     if d.origin is not None:
-        o = d.origin.outermost()
+        o = report_frame(d.origin)
         lines.append(f"  = in source: {o.path}:{o.line}")
     for r in d.related:
-        loc = r.origin.outermost() if r.origin is not None else None
+        loc = report_frame(r.origin)
         where = f"{loc.path}:{loc.line}" if loc else (f"{r.span.path}:{r.span.line}" if r.span else "")
         lines.append(f"  = note: {where + ': ' if where else ''}{r.message}")
     also = also_at_text(d)

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tolk_lint import __version__
-from tolk_lint.diagnostics import Diagnostic, Fix
+from tolk_lint.diagnostics import Diagnostic, Fix, report_frame
 from tolk_lint.engine import LintResult
 from tolk_lint.ir.nodes import Origin, Span
 from tolk_lint.outputs import (INFORMATION_URL, relative_path, repo_root, rule_markdown, rule_url, section,
@@ -116,14 +116,11 @@ def _related(d: Diagnostic, loc: _Locations, at_source: bool = False) -> list[di
     if at_source:  # the result is on the CUDA C line: the PTX instruction linted is related
         add(loc.span(d.span), f"the PTX instruction linted (PTX line {d.span.line})")
 
-    if d.origin is not None:
-        chain = d.origin.chain()
-        add(loc.origin(chain[0], d.span.path), "the source line this comes from")
-        for o in chain[1:]:
-            add(loc.origin(o, d.span.path), "inlined into this call")
+    if d.origin is not None:  # the calls it was inlined into are among the related notes
+        add(loc.origin(report_frame(d.origin), d.span.path), "the source line this comes from")
     for r in d.related:
         if r.origin is not None:
-            add(loc.origin(r.origin.outermost(), d.span.path), r.message)
+            add(loc.origin(report_frame(r.origin), d.span.path), r.message)
         elif r.span is not None:
             add(loc.span(r.span), r.message)
         else:

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import TextIO
 
 from tolk_lint.copies import also_at_text
-from tolk_lint.diagnostics import Applicability, Diagnostic
+from tolk_lint.diagnostics import Applicability, Diagnostic, report_frame
 from tolk_lint.engine import LintResult
 
 _COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
@@ -56,7 +56,7 @@ def _origin_text(d: Diagnostic, module_path: str) -> str | None:
         return None
     from tolk_lint.suppress import origin_path
 
-    o = d.origin.outermost()
+    o = report_frame(d.origin)
     return _line(_read_lines(origin_path(module_path, o.path)), o.line)
 
 
@@ -76,15 +76,15 @@ def render_one(d: Diagnostic, source_lines: list[str], color: bool = False, supp
         end = d.span.end_column if d.span.end_line in (None, d.span.line) and d.span.end_column else start + 1
         width = max(1, min(end, len(src) + 1) - start)
         out.append(" " * (len(gutter) - 2) + "| " + " " * (start - 1) + c(_COLORS[sev], "^" * width))
-    if d.origin is not None:
-        o = d.origin.outermost()
+    o = report_frame(d.origin)
+    if o is not None and (o.path, o.line) != (d.span.path, d.span.line):  # a Python line needs no "in source"
         note = f"  = in source: {o.path}:{o.line}"
         text = _origin_text(d, d.span.path)
         if text is not None:
             note += f": {text.strip()}"
         out.append(note)
     for r in d.related:
-        loc = r.origin.outermost() if r.origin is not None else None
+        loc = report_frame(r.origin)
         where = f"{loc.path}:{loc.line}" if loc else (f"{r.span.path}:{r.span.line}" if r.span else "")
         if loc and r.span is not None and r.span.path != loc.path:  # a PTX line with `.loc`: both lines
             where += f" (PTX line {r.span.line})" if r.span.path.endswith(".ptx") else \

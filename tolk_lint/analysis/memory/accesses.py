@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tolk_lint.diagnostics import where
+from tolk_lint.diagnostics import is_toolkit_path, report_frame, where
 from tolk_lint.ir.cfg import Loop
 from tolk_lint.ir.nodes import Buffer, Instr, Kernel, Value, type_bits
 from tolk_lint.ir.opcodes import Opcode
@@ -71,7 +71,7 @@ def _line(ins: Instr | None) -> int:
     if ins is None:
         return 0
     if ins.origin is not None:
-        return ins.origin.outermost().line
+        return report_frame(ins.origin).line
     return ins.span.line if ins.span is not None else 0
 
 
@@ -342,11 +342,13 @@ def _fragment(ins: Instr, elem: int) -> tuple:
 
 
 def source_key(ins: Instr) -> tuple:
-    """The source line an instruction reports at: its outermost ``.loc``
-    origin, else its own line and column. The copies nvcc unrolls from one
-    line share it, and TL202 reports one finding per key."""
+    """The source line an instruction reports at, with the calls it was
+    inlined through (its ``.loc`` origin's frames in the user's own code),
+    else its own line and column. The copies nvcc unrolls from one line
+    share it, and TL202 reports one finding per key."""
     if ins.origin is not None:
-        return (ins.origin.outermost().line,)
+        frame = report_frame(ins.origin)
+        return tuple(o.line for o in frame.chain() if not is_toolkit_path(o.path)) or (frame.line,)
     return (ins.span.line, ins.span.column) if ins.span is not None else ("instr", id(ins))
 
 
