@@ -12,7 +12,7 @@ from tolk_lint.engine import lint_text, parse, prepare
 from tolk_lint.ir.printer import dump_kernel
 from tolk_lint.launch.cuda_source import scan
 from tolk_lint.launch.mangled import read_entry
-from tolk_lint.launch.shapes import LaunchShape, as_grid, grid_hull, grid_text
+from tolk_lint.launch.shapes import MAX_GRID, LaunchShape, as_grid, grid_hull, grid_text
 
 HOST = """
 __global__ void k(float *x, int n) { }
@@ -44,17 +44,51 @@ def _by_block(text: str) -> dict:
     return {s.block: s for s in src.shapes_for(read_entry("_Z1kPfi"), 2) if s.block is not None}
 
 
-def test_constant_grids_join_as_ranges_and_unknown_grids_give_none():
+ANY_X = (1, MAX_GRID[0])
+
+
+def test_constant_grids_join_as_ranges_and_unknown_grids_give_what_their_form_says():
     got = _by_block(HOST)
     assert got[(256, 1, 1)].grid == ((4, 255), (1, 2), (1, 1))  # 255 blocks, and dim3(4, 2)
-    assert got[(128, 1, 1)].grid is None  # `rows`: a parameter
-    assert got[(64, 1, 1)].grid is None  # `g *= 2` in the loop: not the declaration's 8
-    assert got[(32, 1, 1)].grid is None  # `grid.x += 1`
+    assert got[(128, 1, 1)].grid == (ANY_X, (1, 1), (1, 1))  # `rows`: an int parameter, one block high
+    assert got[(64, 1, 1)].grid == (ANY_X, (1, 1), (1, 1))  # `g *= 2` in the loop: an int all the same
+    assert got[(32, 1, 1)].grid is None  # `grid.x += 1`: a dim3 changed after its declaration
 
 
-def test_one_launch_of_unknown_grid_drops_the_others():
+def test_one_launch_of_unknown_x_widens_the_others():
     text = HOST.replace("k<<<rows, 128>>>(x, 1);", "k<<<rows, 256>>>(x, 1);")
-    assert _by_block(text)[(256, 1, 1)].grid is None
+    assert _by_block(text)[(256, 1, 1)].grid == (ANY_X, (1, 2), (1, 1))
+    text = HOST.replace("k<<<rows, 128>>>(x, 1);", "k<<<dim3(rows, rows), 256>>>(x, 1);")
+    assert _by_block(text)[(256, 1, 1)].grid == (ANY_X, (1, MAX_GRID[1]), (1, 1))
+
+
+FORMS = """
+__global__ void k(float *x, int n) { }
+static int iDivUp(int a, int b) { return (a + b - 1) / b; }
+static dim3 grid_for(int n) { return dim3(n, 2); }
+void f(float *x, int n, dim3 given, bool wide) {
+    KERNEL_LAUNCH;
+}
+"""
+
+
+def _form(launch: str) -> object:
+    text = FORMS.replace("KERNEL_LAUNCH", launch)
+    [shape] = [s for s in scan(text, "/src/f.cu").shapes_for(read_entry("_Z1kPfi"), 2) if s.block is not None]
+    return shape.grid
+
+
+def test_the_form_of_a_grid_whose_value_is_not_known():
+    assert _form("k<<<(n + 511) / 512, 512>>>(x, n)") == (ANY_X, (1, 1), (1, 1))
+    assert _form("k<<<iDivUp(n, 512), 512>>>(x, n)") == (ANY_X, (1, 1), (1, 1))
+    assert _form("k<<<dim3(n, 4), 512>>>(x, n)") == (ANY_X, (4, 4), (1, 1))
+    assert _form("k<<<dim3(4, n), 512>>>(x, n)") == ((4, 4), (1, MAX_GRID[1]), (1, 1))
+    assert _form("dim3 g(n, 3); k<<<g, 512>>>(x, n)") == (ANY_X, (3, 3), (1, 1))
+    assert _form("dim3 g(n); g.z = 2; k<<<g, 512>>>(x, n)") is None  # a member set after the declaration
+    assert _form("k<<<grid_for(n), 512>>>(x, n)") is None  # a function returning a dim3
+    assert _form("k<<<given, 512>>>(x, n)") is None  # a dim3 parameter
+    assert _form("k<<<wide ? dim3(n, 2) : dim3(n), 512>>>(x, n)") is None  # a choice
+    assert grid_text((ANY_X, (3, 3), (1, 1))) == "(any,3,1)"
 
 
 def test_grid_values_and_words():
@@ -99,6 +133,38 @@ def test_a_numba_grid_bounds_the_block_index():
     assert _numba("blocks") == ["TL202"]  # not a constant: any grid
     # two sites, grids 1 and 2: the range 1..2, and block 1 leaves `sm`
     assert _numba("1", "    k[2, 64](out, x)\n") == ["TL202"]
+
+
+NUMBA_BATCHES = '''
+from numba import cuda, float32
+
+TPB = 64
+
+@cuda.jit
+def scale(out, x):
+    tile = cuda.shared.array(2 * TPB, float32)
+    b = cuda.blockIdx.y
+    t = cuda.threadIdx.x
+    tile[b * TPB + t] = x[b, cuda.blockIdx.x * TPB + t]
+    cuda.syncthreads()
+    out[b, cuda.blockIdx.x * TPB + t] = tile[b * TPB + TPB - 1 - t]
+
+def run(out, x, n, batches):
+    scale[GRID, TPB](out, x)
+'''
+
+
+def test_a_numba_grid_by_its_form():
+    # an integer grid is one block high: batch 0 only; a tuple with a
+    # constant 2 for y: batches 0 and 1; a parameter for y: any batch
+    def codes(grid: str) -> list:
+        text = textwrap.dedent(NUMBA_BATCHES).replace("GRID", grid)
+        return sorted(d.code for d in lint_text(text, "k.py", DEFAULT_SETTINGS).diagnostics)
+
+    assert codes("(n + TPB - 1) // TPB") == []
+    assert codes("math.ceil(n / TPB)") == []
+    assert codes("((n + TPB - 1) // TPB, 2)") == []
+    assert codes("((n + TPB - 1) // TPB, batches)") == ["TL202", "TL202"]
 
 
 def test_the_grid_reaches_the_kernel_and_the_ir_dump():

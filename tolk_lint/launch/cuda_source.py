@@ -65,7 +65,8 @@ from tolk_lint.launch.cuda_structure import (
 )
 from tolk_lint.launch.mangled import UNKNOWN_ARG, Entry, is_type_name, same_type
 from tolk_lint.launch.occupancy import occupancy_contract
-from tolk_lint.launch.shapes import UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
+from tolk_lint.launch.grid_form import ONE, grid_parts
+from tolk_lint.launch.shapes import MAX_GRID, UNREAD, GridRange, LaunchShape, as_grid, grid_hull, valid_block
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 _MAX_SIBLINGS_SCANNED = 32  # C++ sources of a launching file's folder looked into for its callers
@@ -243,11 +244,27 @@ class CudaSource:
         ``int gridSize = n_elements / blockSize;``), read as the block is
         but with no variable the function changes in any other way
         (`_changed`): the grid says which blocks run, so a grid read wrong
-        would hide what the others do. None: not a constant."""
+        would hide what the others do. Not a constant: what its form says
+        (`grid_form`: an integer grid is one block high and deep), or None."""
         if launch.grid is None:
             return None
         name_at = self._resolver(launch.index, launch.func, [], 0, binding, stable=True)
-        return as_grid(self._evaluator(name_at).value(launch.grid))
+        value = self._evaluator(name_at).value(launch.grid)
+        if value is not None:
+            return as_grid(value)
+        parts = grid_parts(self, launch)
+        if parts is None:
+            return None
+        dims = []
+        for d, part in enumerate(parts):
+            if part == ONE:
+                dims.append((1, 1))
+                continue
+            expr, at = part
+            v = self._evaluator(self._resolver(at, launch.func, [], 0, binding, stable=True)).value(expr)
+            known = isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_GRID[d]
+            dims.append((v, v) if known else (1, MAX_GRID[d]))
+        return (dims[0], dims[1], dims[2])
 
     def _evaluator(self, name_at) -> Evaluator:
         """An evaluator of constant expressions whose names ``name_at``

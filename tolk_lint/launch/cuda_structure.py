@@ -89,7 +89,7 @@ def read_structure(src: CudaSource) -> None:
             continue
         if t.text == "{":
             if i > 0 and toks[i - 1].text in (")", "const", "noexcept", "override", "final"):
-                close_paren = _paren_before(toks, i)
+                close_paren = paren_before(toks, i)
                 if close_paren is not None:
                     _function(src, scopes, close_paren, i)
                     i = matching(toks, i) + 1
@@ -113,7 +113,7 @@ def read_structure(src: CudaSource) -> None:
     _launches(src)
 
 
-def _paren_before(toks: list[Token], brace: int) -> int | None:
+def paren_before(toks: list[Token], brace: int) -> int | None:
     """The ``)`` closing a function's parameters before its body's ``{``."""
     j = brace - 1
     while j >= 0 and toks[j].text in ("const", "noexcept", "override", "final"):
@@ -121,7 +121,7 @@ def _paren_before(toks: list[Token], brace: int) -> int | None:
     return j if j >= 0 and toks[j].text == ")" else None
 
 
-def _open_paren(toks: list[Token], close: int) -> int | None:
+def open_paren(toks: list[Token], close: int) -> int | None:
     depth = 0
     for j in range(close, -1, -1):
         if toks[j].text == ")":
@@ -135,16 +135,16 @@ def _open_paren(toks: list[Token], close: int) -> int | None:
 
 def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
     toks = src.tokens
-    open_paren = _open_paren(toks, close_paren)
-    if open_paren is None or open_paren == 0 or toks[open_paren - 1].kind != "name":
+    opening = open_paren(toks, close_paren)
+    if opening is None or opening == 0 or toks[opening - 1].kind != "name":
         return
     end = matching(toks, brace)
-    declared = declared_params(toks[open_paren + 1 : close_paren])
+    declared = declared_params(toks[opening + 1 : close_paren])
     params = frozenset(name for name, _t in declared if name)
-    start = open_paren - 1
-    while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[open_paren].line - 8:
+    start = opening - 1
+    while start > 0 and toks[start - 1].text not in (";", "}", "{") and toks[start - 1].line >= toks[opening].line - 8:
         start -= 1
-    decl = toks[start:open_paren]
+    decl = toks[start:opening]
     tparams: list[str] = []
     if decl and decl[0].text == "template":
         depth = 0
@@ -157,8 +157,8 @@ def _function(src: CudaSource, scopes, close_paren: int, brace: int) -> None:
                     break
             elif depth == 1 and x.kind == "name" and k + 1 < len(decl) and decl[k + 1].text in (",", ">", "="):
                 tparams.append(x.text)
-    name = toks[open_paren - 1]
-    references = _references(toks[open_paren + 1 : close_paren])
+    name = toks[opening - 1]
+    references = _references(toks[opening + 1 : close_paren])
     src.functions.append(Function(brace, end, params, name.text, tuple(tparams), declared, references))
     if "__global__" not in {x.text for x in decl}:
         return

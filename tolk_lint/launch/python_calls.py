@@ -42,7 +42,17 @@ from tolk_lint.frontends.python.scope import Flow, FuncInfo, Scope, self_method
 from tolk_lint.frontends.python.vocabulary import CUDA_JIT
 from tolk_lint.launch.arguments import ArgFact, hull
 from tolk_lint.launch.c_types import INT64
-from tolk_lint.launch.shapes import MAX_THREADS, UNREAD, Contract, GridRange, LaunchShape, as_grid, grid_hull, valid_block
+from tolk_lint.launch.shapes import (
+    MAX_GRID,
+    MAX_THREADS,
+    UNREAD,
+    Contract,
+    GridRange,
+    LaunchShape,
+    as_grid,
+    grid_hull,
+    valid_block,
+)
 
 _MAX_DEPTH = 8  # names followed through other names' assignments
 _MAX_VALUES = 8  # shapes one block expression may stand for (a loop over sizes)
@@ -420,9 +430,36 @@ def _grid_of_config(sl: ast.expr, scope: Scope, line: int) -> GridRange | None:
     None when one is not a constant grid."""
     if isinstance(sl, ast.Tuple) and len(sl.elts) >= 2:
         values = _values(sl.elts[0], scope, line, 0)
+        if not values:  # not a constant: what its form says
+            return _grid_form(sl.elts[0], scope, line)
     else:  # `k[config]` with `config = (grid, block)`
         values = [v[0] for v in _values(sl, scope, line, 0) if isinstance(v, tuple) and len(v) >= 2]
     return grid_hull([as_grid(v) for v in values])
+
+
+def _grid_form(node: ast.expr, scope: Scope, line: int) -> GridRange | None:
+    """A grid whose value is not known, by its form: arithmetic
+    (``(n + tpb - 1) // tpb``) or ``math.ceil(...)``/``int(...)`` is an
+    integer, one block high and deep; a tuple literal gives each element
+    (its value, or any number of blocks) and 1 past them. None otherwise (a
+    name may hold a tuple)."""
+    def scalar(e: ast.expr) -> bool:
+        if isinstance(e, (ast.BinOp, ast.UnaryOp)):
+            return True
+        return isinstance(e, ast.Call) and ast.unparse(e.func) in ("math.ceil", "ceil", "int", "math.floor")
+
+    def dim(e: ast.expr, d: int) -> tuple[int, int]:
+        vs = [v for v in _values(e, scope, line, 0) if isinstance(v, int) and not isinstance(v, bool)]
+        if len(vs) == 1 and 1 <= vs[0] <= MAX_GRID[d]:
+            return (vs[0], vs[0])
+        return (1, MAX_GRID[d])
+
+    if scalar(node):
+        return ((1, MAX_GRID[0]), (1, 1), (1, 1))
+    if isinstance(node, ast.Tuple) and 1 <= len(node.elts) <= 3 and all(not isinstance(e, ast.Starred) for e in node.elts):
+        dims = [dim(e, d) for d, e in enumerate(node.elts)] + [(1, 1)] * (3 - len(node.elts))
+        return (dims[0], dims[1], dims[2])
+    return None
 
 
 def _block_values(node: ast.expr, scope: Scope, line: int) -> list[tuple[int, int, int]]:

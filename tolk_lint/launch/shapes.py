@@ -51,8 +51,13 @@ def grid_hull(grids: list[GridRange | None]) -> GridRange | None:
 
 
 def grid_text(grid: GridRange) -> str:
-    """``(255,1,1)``, or ``(1..4,1,1)`` for a range."""
-    return "({})".format(",".join(str(lo) if lo == hi else f"{lo}..{hi}" for lo, hi in grid))
+    """``(255,1,1)``, ``(1..4,1,1)`` for a range, ``(any,1,1)`` for every
+    number of blocks (an integer grid whose value is not known)."""
+
+    def one(d: int, lo: int, hi: int) -> str:
+        return str(lo) if lo == hi else ("any" if (lo, hi) == (1, MAX_GRID[d]) else f"{lo}..{hi}")
+
+    return "({})".format(",".join(one(d, lo, hi) for d, (lo, hi) in enumerate(grid)))
 
 
 def valid_block(block: tuple[int, ...]) -> bool:
@@ -185,11 +190,19 @@ class LaunchShape:
     arguments: tuple = ()  # what the launches' arguments fix (`arguments.ArgFact`)
     grid: GridRange | None = None  # the launches' grids, when each is a constant
 
+    def grid_told(self) -> bool:
+        """Whether the grid is worth naming: not only an integer's form
+        (``(any,1,1)``, every dimension either 1 or any number of blocks,
+        x not 1), which the launch's own text already shows."""
+        if self.grid is None:
+            return False
+        return self.grid[0] == (1, 1) or any(lo > 1 or 1 < hi < MAX_GRID[d] for d, (lo, hi) in enumerate(self.grid))
+
     def what(self) -> str:
         """The shape alone: ``block=(16,16,1)`` (``grid=(255,1,1), block=(256,1,1)``
         when the grid is known), or the contract's words."""
         if self.block is not None:
-            grid = f"grid={grid_text(self.grid)}, " if self.grid is not None else ""
+            grid = f"grid={grid_text(self.grid)}, " if self.grid_told() else ""
             return f"{grid}block={block_text(self.block)}"
         return self.contract.describe() if self.contract is not None else "any block"
 

@@ -77,7 +77,7 @@ def merge(k: Kernel, runs: list[tuple[LaunchShape | None, list[Diagnostic]]]) ->
         exact = [s for s in shapes if s is not None and s.block is not None]
         if not reads_grid(k):  # the grid changes nothing for it: not named
             exact = [dataclasses.replace(s, grid=None) for s in exact]
-        fixed = any(s.arguments or s.grid for s in exact)  # the finding may hang on what the arguments or grid fix
+        fixed = any(s.arguments or s.grid_told() for s in exact)  # the finding may hang on what the arguments or grid fix
         if d.code != "TL205" and exact and (d.code in SHAPE_CODES or len(under) < every or fixed):
             message += f" (under {_launches_text(exact)})"
         data = dict(d.data)
