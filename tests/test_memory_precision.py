@@ -383,3 +383,55 @@ def test_a_halving_counter_bounds_only_the_loop_whose_exit_tests_it():
     for lp in facts.cfg.loops:
         bounded[lp.header.name] = bool(q.geometric(lp, q.z3.BitVecVal(40, 32)))
     assert bounded == {"$L_counted": False, "$L_halving": True}
+
+
+GRID_STRIDE_SUM = """
+from numba import cuda, float32
+
+TPB = 128
+
+@cuda.jit
+def block_sum(values, partials):
+    sm = cuda.shared.array(TPB, float32)
+    tid = cuda.threadIdx.x
+    acc = 0.0
+    for i in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        acc += values[i]
+    sm[tid] = acc
+    cuda.syncthreads()
+    if tid == 0:
+        partials[cuda.blockIdx.x] = sm[0] + sm[TPB - 1]
+"""
+
+
+def test_loop_facts_proved_for_every_block_are_taken_under_a_contract(monkeypatch):
+    # the grid-stride loop's facts, proved with no launch shape, hold for the
+    # blocks of any contract: proving under one asks only about the others,
+    # and ends with the same facts as a proof from scratch
+    from tolk_lint.analysis.memory import invariants
+    from tolk_lint.launch.choose import FOR_EVERY_BLOCK, forget, use
+    from tolk_lint.launch.shapes import Contract, LaunchShape
+
+    mf, k = facts_of(GRID_STRIDE_SUM, "k.py")
+    [lp] = cfg_of(k).loops
+    every_block = mf.invariants.facts(lp)
+    assert every_block
+    asked: list[int] = []
+    real = invariants.LoopInvariants._houdini
+
+    def houdini(self, enc, cands, cases, assume):
+        asked.append(len(cands))
+        return real(self, enc, cands, cases, assume)
+
+    monkeypatch.setattr(invariants.LoopInvariants, "_houdini", houdini)
+    contract = Contract(dims=(128, 1, 1), threads=128, family="box")
+    use(k, LaunchShape(None, "test", "inferred", contract=contract))
+    forget(k, FOR_EVERY_BLOCK)
+    under = memory.memory_facts(k, None, resolve_settings()).invariants.facts(lp)
+    seeded = list(asked)
+    del asked[:]
+    k._cache.pop(invariants.EVERY_BLOCK_FACTS)
+    forget(k, FOR_EVERY_BLOCK)
+    fresh = memory.memory_facts(k, None, resolve_settings()).invariants.facts(lp)
+    assert {repr(f) for f in under} == {repr(f) for f in fresh} and set(map(repr, every_block)) <= set(map(repr, under))
+    assert sum(seeded) < sum(asked)  # the known facts were not asked about again

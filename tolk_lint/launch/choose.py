@@ -363,7 +363,7 @@ def _unread_launches_facts(k: Kernel) -> tuple:
 # What a kernel's analyses cache that the block shape does not change.
 SHAPE_FREE = frozenset({"cfg", "memory_order"})
 # ... and what stays true when the block is narrowed from "any": facts proved for every block.
-FOR_EVERY_BLOCK = SHAPE_FREE | {"uniformity", "placements", "uniform_facts"}
+FOR_EVERY_BLOCK = SHAPE_FREE | {"uniformity", "placements", "uniform_facts", "loop_facts_every_block"}
 
 
 def forget(k: Kernel, keep: frozenset[str]) -> None:

@@ -58,6 +58,9 @@ log = logging.getLogger("tolk_lint.memory")
 O = Opcode
 
 MAX_CANDIDATES = 64  # per loop
+# the kernel's cache entry of the facts proved for every block, per loop and
+# the launch's other facts (kept when a contract narrows the block: choose.FOR_EVERY_BLOCK)
+EVERY_BLOCK_FACTS = "loop_facts_every_block"
 MAX_GUARDS = 2  # loop-invariant tests a relation of two counters is also tried under
 MAX_ROUNDS = 12  # Houdini rounds per loop
 ALONE_SHARE = 64  # a candidate asked alone gets this share of the joint question's limit (see `_houdini`)
@@ -509,13 +512,30 @@ class LoopInvariants:
         return []
 
     def _prove(self, lp: Loop) -> tuple[Fact, ...]:
+        """The loop's facts; those proved for every block are kept on the
+        kernel (`EVERY_BLOCK_FACTS`) and, when a contract narrows the block
+        (the inferred launch contract of TL205), taken as proved."""
+        launch = self.mf.k.launch
+        store = self.mf.k._cache.setdefault(EVERY_BLOCK_FACTS, {})
+        key = (lp.header.name, launch.grid, launch.max_threads, repr(sorted(launch.arguments.items(), key=str)))
+        if launch.block is None and launch.contract is None:
+            got = store[key] = self._prove_from(lp, ())
+            return got
+        return self._prove_from(lp, store.get(key, ()) if launch.block is None else ())
+
+    def _prove_from(self, lp: Loop, known: tuple[Fact, ...]) -> tuple[Fact, ...]:
+        """The loop's facts, given ``known``: facts already proved of it
+        under weaker assumptions (a wider set of blocks), so inductive here
+        too; the other candidates are proved with them assumed."""
         mf = self.mf
         cfg = mf.cfg
         if any(cfg.loop_of(l) is not lp for l in lp.latches):
             return ()
         cands = candidates(mf, lp)
+        known = tuple(f for f in cands if f in known)
+        cands = [f for f in cands if f not in known]
         if not cands:
-            return ()
+            return known
         z3 = smt.z3mod()
         phis = [p for p in lp.header.phis() if any(p.result in (f.phi, f.other) for f in cands)]
         # the entry: the start values, given the path into the loop
@@ -530,7 +550,7 @@ class LoopInvariants:
         cands = self._houdini(base, cands, [(entry if entry is not None else z3.BoolVal(True), starts)],
                               lambda kept: [])  # fmt: skip
         if not cands:
-            return ()
+            return known
         # the step: from the kept facts of free header values, along each latch
         step = self._encoder(lp, state=True)
         cases = []
@@ -546,10 +566,10 @@ class LoopInvariants:
         no_overflow = self._no_overflow(step, lp)
 
         def assume(kept):
-            got = [fact_term(step, f, step.state.get, 0) for f in kept]
+            got = [fact_term(step, f, step.state.get, 0) for f in (*known, *kept)]
             return no_overflow + [x for x in got if x is not None]
 
-        return tuple(self._houdini(step, cands, cases, assume))
+        return known + tuple(self._houdini(step, cands, cases, assume))
 
     def _no_overflow(self, enc: MemoryEncoder, lp: Loop) -> list:
         """A counter a signed exit test compares does not overflow its step."""
