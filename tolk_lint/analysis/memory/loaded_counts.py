@@ -8,9 +8,13 @@ any value: four billion active intervals, a doubling counter that wraps to
 the block's threads or the elements of a shared array.
 
 So a race or an out-of-bounds access is asked once more, with the trips of
-every such loop around its accesses capped at what a count of at most
-``max(threads, largest shared array's elements)`` allows (that many trips;
-for a counter that doubles or halves, that many bits). When it no longer
+every such loop around its accesses capped at what a count of at least 1 and
+at most ``max(threads, largest shared array's elements)`` allows (that many
+trips; for a counter that doubles or halves, that many bits). A count of 0
+is left out too: a bound ``count - 1`` then wraps to four billion (the
+eigenvalue sample's scan over ``num_threads_compaction``, a power of two that
+thread 0 stores, halves its offset down to 0 only so), and a loop the
+count bounds directly runs no trip at 0. When it no longer
 holds, the finding needs a larger count than the kernel's data could give:
 a warning, like the other findings computed from loaded values
 (`MemoryCore.shared_data_of`), since the algorithm that keeps the count in
@@ -114,6 +118,8 @@ def needs_large_count(mf: MemoryCore, q: Query, goal, trips: list[dict | None], 
                 x = enc._bv(enc.enc(load.result, t))
                 if x.size() > cap.bit_length():
                     terms.append(z3.ULE(x, cap))
+                # and at least 1: a count of 0 runs a `count - 1` bound all the way round
+                terms.append(z3.UGE(x, 1))
         if not terms:
             return None
         v = mf.solve(q, z3.And(goal, *terms), mf.rlimit // CAP_BUDGET, fallback=False)
