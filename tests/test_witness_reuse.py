@@ -29,7 +29,7 @@ import pytest
 from tolk_lint import engine
 from tolk_lint.analysis.memory import core
 from tolk_lint.analysis.memory.races import RaceSearch
-from tolk_lint.analysis.smt.shrink import MAX_QUERIES, shrink
+from tolk_lint.analysis.smt.shrink import MAX_GIVE_UPS, MAX_QUERIES, shrink
 from tolk_lint.analysis.smt.solver import z3mod
 
 NUMBA = """from numba import cuda, float32
@@ -150,9 +150,9 @@ def test_shrink_stops_bisecting_when_the_solver_gives_up():
     s.check = counting_check
     got, asked = shrink(z3, s, m, rlimit=1)
     assert checks and set(checks) == {"unknown"}
-    # the first bound asked, and no bisection after it: one pin per symbol
-    # (three) and the block's width, each given up on
-    assert asked == len(checks) == 1 + 3 + 1 < MAX_QUERIES
+    # the first bound asked, and no bisection after it; then pins of one
+    # symbol at a time until MAX_GIVE_UPS of them were given up on
+    assert asked == len(checks) == 1 + MAX_GIVE_UPS < MAX_QUERIES
     assert got is m
     # a real limit: the smallest witness, threads 0 and 1 of a block of 2
     s2, m2, (t0, t1, n) = _two_threads(z3)

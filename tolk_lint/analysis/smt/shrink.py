@@ -40,6 +40,10 @@ from tolk_lint import budget
 
 MAX_QUERIES = 14
 SHRINK_RLIMIT = 400_000
+# questions pinning symbols the solver may give up on before the shrink
+# stops: each one spends its whole limit, and the next ones, as hard, mostly
+# give up too (NVIDIA's bisectKernelLarge: 12 of a witness's 20 questions, 5.4 s)
+MAX_GIVE_UPS = 2
 _LADDER = (1, 2, 3, 5, 9, 17, 33, 65, 129)  # values tried for a symbol that cannot take its least one
 _PREFIXES = ("ntid.", "tid.", "ctaid.", "k_", "g_", "s_", "param:")
 
@@ -185,10 +189,14 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
         return model, 0
     best = model
     asked = 0
+    gave_up = 0
 
     def ask(*extra):
-        """True (a model, now `best`), False (none), None (the solver gave up)."""
-        nonlocal asked, best
+        """True (a model, now `best`), False (none), None (the solver gave
+        up); after `MAX_GIVE_UPS` give-ups, None without asking."""
+        nonlocal asked, best, gave_up
+        if gave_up >= MAX_GIVE_UPS:
+            return None
         asked += 1
         solver.push()
         try:
@@ -202,7 +210,10 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
             if r == z3.sat:
                 best = solver.model()
                 return True
-            return False if r == z3.unsat else None
+            if r == z3.unsat:
+                return False
+            gave_up += 1
+            return None
         finally:
             solver.pop()
 
@@ -234,9 +245,10 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
 
     try:
         pins: list = []
-        hi, gave_up = bisect(pins, syms)
+        hi, too_hard = bisect(pins, syms)
+        gave_up = 0  # that bound was the hardest question: the cap counts the pins' questions
         pinned = set()
-        if gave_up:
+        if too_hard:
             # All the symbols bounded at once was too hard (a division by a
             # runtime extent, say). Pin the parameters first, one at a time,
             # each to the first value of a short ladder that still gives a
@@ -257,7 +269,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
                 hi, _ = bisect(pins, free)
         pins += [_within(z3, x, hi, unsigned) for x in syms if x.decl().name() not in pinned]
         for x in sorted(syms, key=_pin_order):
-            if asked >= max_queries:
+            if asked >= max_queries or gave_up >= MAX_GIVE_UPS:
                 break
             if x.decl().name() in pinned:
                 continue
@@ -269,7 +281,7 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
             if ask(*pins, x == least):
                 pins.append(x == least)
         for d in "xyz":  # the block just large enough for the two threads
-            if asked >= max_queries:
+            if asked >= max_queries or gave_up >= MAX_GIVE_UPS:
                 break
             n = next((x for x in syms if x.decl().name() == f"ntid.{d}"), None)
             tids = [x for x in syms if x.decl().name() in (f"tid.{d}@t0", f"tid.{d}@t1")]
