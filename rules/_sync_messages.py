@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tolk_lint.diagnostics import Diagnostic, Related, is_toolkit_path, where  # noqa: F401 (re-exported)
+from tolk_lint.diagnostics import Diagnostic, Related, where  # noqa: F401 (`where` re-exported)
 from tolk_lint.ir.nodes import Instr, Origin, Span
 from tolk_lint.ir.opcodes import Opcode
 from tolk_lint.registry import Rule, RuleContext
@@ -32,14 +32,17 @@ def op_text(ins: Instr) -> str:
     return f"`{text}`"
 
 
-def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup") -> tuple[Span, Origin | None, list[Related]]:
-    """Where to point, and the notes that say where else the op is.
+def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup"
+                ) -> tuple[Span, Origin | None, list[Related], list[Origin]]:  # fmt: skip
+    """Where to point, the origin to report, the notes that say where else
+    the op is, and the op's own frames when it is reported at a call.
 
     A barrier (``level`` workgroup) in a called function is reported once,
     at the call in the kernel (acceptance convention 1): the Python call of
     an inlined device function, the ``call`` of an inlined ``.func``
     (``attrs["call_site"]``), and for CUDA C the outermost ``.loc`` frame;
-    the origin returned is that frame alone. A warp collective or
+    the origin returned is that frame alone, and the op's own frames are
+    returned last (a noqa there silences it too). A warp collective or
     tensor-core op is reported where it is: its line in the device function
     (for CUDA C, the innermost frame in the user's own code, past the
     toolkit's headers); `Rule.diagnostic` adds the calls as notes."""
@@ -47,22 +50,23 @@ def report_span(ins: Instr, ctx: RuleContext, level: str = "workgroup") -> tuple
     site = ins.attrs.get("call_site")
     origin = ins.origin
     if level == "workgroup":
+        outer = _frame(origin.outermost()) if origin is not None else None
+        inside = origin.chain()[:-1] if origin is not None else []
         if ctx.kernel.language == "python" and origin is not None and origin.inlined_at is not None:
-            outer = origin.outermost()
             span = Span(ins.span.path if ins.span else outer.path, outer.line, max(1, outer.column))
             related.append(Related(f"{op_text(ins)} is inside the called device function here", ins.span, None))
-            return span, _frame(outer), related
+            return span, outer, related, inside
         if site is not None:
             callee, call_span, _call_origin = site
             related.append(Related(f"{op_text(ins)} is inside `{callee}`, called here", ins.span, _frame(origin)))
-            return call_span or ins.span, _frame(origin.outermost()) if origin else None, related
+            return call_span or ins.span, outer, related, inside
         if origin is not None and origin.inlined_at is not None:
             related.append(Related(f"{op_text(ins)} is inside a function inlined here", None, _frame(origin)))
-            return ins.span, _frame(origin.outermost()), related
-        return ins.span, origin, related
+            return ins.span, outer, related, inside
+        return ins.span, origin, related, []
     if site is not None and origin is None:  # hand-written PTX: no .loc to say where it was called
         related.append(Related(f"inside `{site[0]}`, called here", site[1], None))
-    return ins.span, origin, related
+    return ins.span, origin, related, []
 
 
 def _frame(o: Origin | None) -> Origin | None:
@@ -118,15 +122,12 @@ def launch_note(p: Placement, kernel) -> str:
 
 
 def diagnostic(rule: Rule, ctx: RuleContext, p: Placement, message: str) -> Diagnostic:
-    span, origin, related = report_span(p.op, ctx, p.level)
+    span, origin, related, inside = report_span(p.op, ctx, p.level)
     related += chain(p.reasons)
     witness = p.proof.witness if (p.proof is not None and p.proof.verdict == "varying") else None
-    data = {"level": p.level}
-    own = p.op.origin
-    if origin is not None and own is not None and own.inlined_at is not None and origin.inlined_at is None \
-            and (origin.path, origin.line) == (own.outermost().path, own.outermost().line):  # fmt: skip
-        # reported at the call: the op's own lines, where a noqa also silences it
-        data["inside"] = [{"path": o.path, "line": o.line} for o in own.chain()[:-1]]
+    data: dict = {"level": p.level}
+    if inside:  # reported at the call: the op's own lines, where a noqa also silences it
+        data["inside"] = [{"path": o.path, "line": o.line} for o in inside]
     if p.proof is not None:
         data["solver"] = p.proof.verdict
     d = rule.diagnostic(span, message + solver_note(p) + launch_note(p, ctx.kernel), kernel=ctx.kernel, related=related, witness=witness,

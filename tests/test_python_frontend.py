@@ -1113,36 +1113,3 @@ def test_the_reference_interpreter_runs_the_runtime_calls() -> None:
     assert found["cp_async_pipeline_1d.py"] == set()
     assert {"read-before-wait", "copy-over-inflight"} <= found["cp_async_pipeline_1d_no_wait.py"]
 
-
-def test_per_function_facts_are_reused_across_lints_of_an_edited_file(monkeypatch):
-    # the language server's case: a comment edited, the functions as they
-    # were; their text-only facts are not worked out again, and each lint
-    # gets sets of its own
-    import ast as ast_
-
-    from tolk_lint.frontends.python import finder as finder_mod
-
-    text = textwrap.dedent('''
-        from numba import cuda
-
-        @cuda.jit
-        def gather(idx, src, out):
-            i = cuda.grid(1)
-            if i < idx.shape[0]:
-                out[i] = src[idx[i]]
-        # edit 0
-        ''')
-    first = finder_mod.Finder(ast_.parse(text), finder_mod.Source(text, "/tmp/reuse_a.py"))
-    calls = []
-    real = finder_mod.index_params
-    monkeypatch.setattr(finder_mod, "index_params", lambda fi: calls.append(fi.name) or real(fi))
-    edited = text.replace("# edit 0", "# edit 1")
-    second = finder_mod.Finder(ast_.parse(edited), finder_mod.Source(edited, "/tmp/reuse_a.py"))
-    [a] = [f for f in first.funcs if f.name == "gather"]
-    [b] = [f for f in second.funcs if f.name == "gather"]
-    assert calls == [] and a.index_params == b.index_params == {"idx"}
-    a.index_params.add("src")
-    assert b.index_params == {"idx"}
-    changed = edited.replace("src[idx[i]]", "src[idx[i] + 1]")
-    finder_mod.Finder(ast_.parse(changed), finder_mod.Source(changed, "/tmp/reuse_a.py"))
-    assert calls == ["gather"]  # its text changed: worked out again

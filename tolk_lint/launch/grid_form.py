@@ -25,10 +25,17 @@ from __future__ import annotations
 
 from tolk_lint.launch.c_syntax import ASSIGN_OPS, Token, matching, split_args
 from tolk_lint.launch.c_types import int_type
-from tolk_lint.launch.cuda_structure import Function, Launch, changed_in_place, open_paren, paren_before, innermost
+from tolk_lint.launch.cuda_structure import (
+    Function,
+    Launch,
+    changed_in_place,
+    innermost,
+    open_paren,
+    paren_before,
+)
 
-_ARITHMETIC = frozenset("+ - * / % << >> & | ^ ~".split())
-_FUNCTION_WORDS = frozenset("__host__ __device__ __forceinline__ inline static constexpr extern".split())
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "~"})
+_FUNCTION_WORDS = frozenset({"__host__", "__device__", "__forceinline__", "inline", "static", "constexpr", "extern"})
 
 
 ONE = "one"  # a dimension the form fixes at 1 block

@@ -519,8 +519,8 @@ class LoopInvariants:
         store = self.mf.k._cache.setdefault(EVERY_BLOCK_FACTS, {})
         key = (lp.header.name, launch.grid, launch.max_threads, repr(sorted(launch.arguments.items(), key=str)))
         if launch.block is None and launch.contract is None:
-            got = store[key] = self._prove_from(lp, ())
-            return got
+            store[key] = self._prove_from(lp, ())
+            return store[key]
         return self._prove_from(lp, store.get(key, ()) if launch.block is None else ())
 
     def _prove_from(self, lp: Loop, known: tuple[Fact, ...]) -> tuple[Fact, ...]:
