@@ -151,6 +151,7 @@ def mask_names_its_lanes(kernel: Kernel, ins: Instr, mask: Value, info: Uniformi
         m0 = enc.enc(mask, 0)
         e1 = z3.Bool("runs_op@t1")
         enc.per_thread_symbols.add("runs_op@t1")
+        _bound_anchors(enc, here)
         # lower bounds of E1[P]: from the entry, and from each anchor
         starts = [(enc.cfg.entry, z3.BoolVal(True))] + list(enc.anchors.items())
         named = _named_loops(kernel, ins, mask, info, rlimit)
@@ -180,6 +181,33 @@ def mask_names_its_lanes(kernel: Kernel, ins: Instr, mask: Value, info: Uniformi
     except Exception as e:  # noqa: BLE001 - never let the solver crash a lint
         log.debug("smt: mask query failed: %r", e, exc_info=True)
         return Proof("unknown", None, f"the solver could not encode it ({type(e).__name__})")
+
+
+def _bound_anchors(enc: MaskEncoder, here: Block, limit: int = 64) -> None:
+    """Bound each anchor's ``E1`` from below as the op's is: thread 1 runs
+    an anchor when it runs the entry or another anchor and takes a path of
+    one trip from there to it; and from above by what running it implies
+    (`_reaches`). Without it, the collective a mask went
+    through (the first ballot of ``coalesced_group::ballot``, whose result
+    the second is guarded by) could be taken as run by thread 0 alone, its
+    result in thread 1 free. Encoding a path may meet new anchors: they are
+    bounded in turn, up to ``limit``."""
+    z3 = enc.z3
+    done: set[Block] = set()
+    while len(done) < limit:
+        pending = [a for a in enc.anchors if a not in done and a is not here]
+        if not pending:
+            return
+        for a in pending:
+            done.add(a)
+            reach = _reaches(enc, a, 1)  # and from above: what running it implies (a witness's lanes ran it)
+            if reach is not None:
+                enc.constraints.append(z3.Implies(enc.runs(a), reach))
+            starts = [(enc.cfg.entry, z3.BoolVal(True))] + [(b, e) for b, e in list(enc.anchors.items()) if b is not a]
+            for start, runs_start in starts:
+                path = _path_from(enc, start, a, 1, runs_start=runs_start)
+                if path is not None:
+                    enc.constraints.append(z3.Implies(z3.And(runs_start, path), enc.runs(a)))
 
 
 def _reaches(enc: Encoder, block: Block, t: int):
