@@ -59,7 +59,9 @@ The proof is a second lint of the rewritten file, so `tolk-lint check`
 works it out only when asked (`check --unsafe-fixes`, or `unsafe-fixes =
 true` in the configuration); otherwise a note says that `fix
 --unsafe-fixes` pipelines the loop where the rewrite is proved. `tolk-lint
-fix --unsafe-fixes` and the language server always work it out.
+fix --unsafe-fixes` always works it out; the language server works it out
+for a kernel when the editor asks for the diagnostic's quick fixes. The
+second lint analyses the rewritten kernel alone.
 
 ## See also
 docs/fixer.md: the fix, `tolk-lint validate` and the launch spec;
@@ -86,6 +88,7 @@ class SynchronousStaging(Rule):
     severity = Severity.INFO
 
     fixable = True
+    fixes_when_asked = True
 
     def check(self, ctx):
         if not ctx.target.async_copy:

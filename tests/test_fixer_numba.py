@@ -373,3 +373,17 @@ def test_every_staged_fixture_has_a_launch_spec_of_its_parameters(path):
     (k,) = [k for k in module.kernels if k.name == cpu.kernel]
     assert [a.name for a in cpu.args] == [p.name for p in k.params] == [a.name for a in gpu.args]
     assert cpu.outputs and all(a.shape for a in cpu.outputs)
+
+
+def test_the_proof_lowers_and_analyses_the_rewritten_kernel_alone(monkeypatch):
+    from tolk_lint.frontends.python import lower
+
+    ctx = next(c for c in contexts(TWO_KERNELS, "two.py", (64, 1, 1)) if c.kernel.name == "first")
+    lowered: list[str] = []
+    checked: list[str] = []
+    real_lower, real_check = lower.lower_function, engine.check_kernel
+    monkeypatch.setattr(lower, "lower_function", lambda c, fi, **kw: lowered.append(fi.name) or real_lower(c, fi, **kw))
+    monkeypatch.setattr(engine, "check_kernel", lambda m, k, *a: checked.append(k.name) or real_check(m, k, *a))
+    outcome = pipeline_fix(ctx, tl302_copies(ctx))
+    assert isinstance(outcome, Fix), getattr(outcome, "reason", outcome)
+    assert lowered == checked == ["first"]

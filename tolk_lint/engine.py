@@ -31,7 +31,7 @@ from tolk_lint.diagnostics import NOT_ANALYSED, Diagnostic, Severity, internal_e
 from tolk_lint.diagnostics import REPORT_REQUEST as REPORT_REQUEST  # the line every TL004 ends with
 from tolk_lint.ir.nodes import Kernel, KernelOutline, Module, Span
 from tolk_lint.kernel_cache import KernelCache as KernelCache  # the language server's
-from tolk_lint.kernel_cache import ReadKernel
+from tolk_lint.kernel_cache import PythonReuse, ReadKernel
 from tolk_lint.kernel_cache import kernel_units as kernel_units
 from tolk_lint.registry import RuleContext, selected
 from tolk_lint.suppress import UNUSED_NOQA, apply_suppressions
@@ -309,15 +309,35 @@ def _relinter(module: Module, settings: Settings):
     """The ``relint`` a rule proves its rewrite with (None inside such a proof)."""
     if getattr(_proving, "active", False):
         return None
-    return lambda text, select: relint_text(text, module.path, settings, select)
+    return lambda text, select, kernel=None: relint_text(text, module.path, settings, select, kernel)
 
 
-def relint_text(text: str, path: str, settings: Settings, select: tuple[str, ...]) -> list[Diagnostic]:
+def parse_for(text: str, path: str, language: str | None = None, kernel: str | None = None) -> Module:
+    """`parse`, or with ``kernel`` the module with that kernel alone in
+    ``Module.kernels``: in Python only it is lowered (with the device
+    functions, whose own front-end diagnostics stay)."""
+    if kernel is None:
+        return parse(text, path, language)
+    if (language or language_of(path)) == "python":
+        from tolk_lint.frontends.python import parse_python
+
+        module = parse_python(text, path, lambda _m, outline: {o.name: [] for o in outline if o.name != kernel})
+    else:
+        module = parse(text, path, language)
+    module.kernels = [k for k in module.kernels if k.name == kernel]
+    return module
+
+
+def relint_text(text: str, path: str, settings: Settings, select: tuple[str, ...], kernel: str | None = None
+                ) -> list[Diagnostic]:  # fmt: skip
     """Every finding of the rules ``select`` names on ``text`` (as the file
     ``path``), with no noqa, per-file ignore or selection of the user's
     hiding any: what a rewrite is proved by. It runs on a thread of its own,
     so its Z3 context is its own (the caller's analyses keep theirs), under
-    the caller's budget; rules there offer no fixes."""
+    the caller's budget; rules there offer no fixes. With ``kernel``, only
+    that kernel is analysed (the one rewritten: the others' findings do not
+    prove it), and in Python only it is lowered, with the device functions
+    (what reading the file reports stays whole)."""
     from concurrent.futures import ThreadPoolExecutor
 
     outer = budget.current()
@@ -329,7 +349,7 @@ def relint_text(text: str, path: str, settings: Settings, select: tuple[str, ...
     def work() -> list[Diagnostic]:
         _proving.active = True
         with budget.running(inner), fewer_collections():
-            module = parse(text, path)
+            module = parse_for(text, path, None, kernel)
             prepare(module, judged)
             return check_module(module, judged)
 
@@ -411,17 +431,22 @@ def lint_text(
     kernel_cache: KernelCache | None = None,
     within: budget.Budget | None = None,
     progress: Callable[[Callable[[], list[Diagnostic]]], None] | None = None,
+    kernel: str | None = None,
 ) -> LintResult:
     """Lint ``text`` as the file ``path``; ``kernel_cache`` (the language
     server's) lets unchanged kernels reuse their findings. The lint runs
     under ``within``, or else under the settings' per-file budget.
     ``progress`` is called after each kernel but the last with a function
     that gives what the lint would report so far (`partial_report`), on the lint's
-    thread: the language server publishes a long first lint as it goes."""
+    thread: the language server publishes a long first lint as it goes.
+    ``kernel``: that kernel alone is analysed (`parse_for`; not through
+    the cache), as the language server works out a fix when asked."""
     load_tool(settings, language or language_of(path))
     if within is None:
         within = file_budget(settings)
-    return run_deep(_lint_within, text, path, settings, language, kernel_cache, within, progress)
+    if kernel is not None:
+        kernel_cache = progress = None
+    return run_deep(_lint_within, text, path, settings, language, kernel_cache, within, progress, kernel)
 
 
 _loaded: set[str] = set()
@@ -460,10 +485,11 @@ def load_tool(settings: Settings, language: str | None = None) -> None:
 
 
 def _lint_within(text: str, path: str, settings: Settings, language: str | None,
-                 kernel_cache: KernelCache | None, within: budget.Budget, progress=None) -> LintResult:  # fmt: skip
+                 kernel_cache: KernelCache | None, within: budget.Budget, progress=None,
+                 kernel: str | None = None) -> LintResult:  # fmt: skip
     """The lint, on the deep-stack thread (`tolk_lint.deep`), under its budget."""
     with fewer_collections(), budget.running(within):
-        return _lint_text(text, path, settings, language, kernel_cache, progress)
+        return _lint_text(text, path, settings, language, kernel_cache, progress, kernel)
 
 
 def file_budget(settings: Settings) -> budget.Budget:
@@ -472,22 +498,32 @@ def file_budget(settings: Settings) -> budget.Budget:
 
 def _lint_text(
     text: str, path: str, settings: Settings, language: str | None, kernel_cache: KernelCache | None,
-    progress=None,
+    progress=None, kernel: str | None = None,
 ) -> LintResult:
     got = None
-    if (language or language_of(path)) == "ptx":
+    language = language or language_of(path)
+    if language == "ptx" and kernel is None:
         got = _check_by_kernel(text, path, settings, kernel_cache, progress)
     if got is None:
+        reuse = PythonReuse(kernel_cache, path, settings) if kernel_cache is not None and language == "python" else None
         try:
-            module = parse(text, path, language)
+            if reuse is not None:
+                from tolk_lint.frontends.python import parse_python
+
+                module = parse_python(text, path, reuse)
+            else:
+                module = parse_for(text, path, language, kernel)
         except budget.BudgetExceeded as e:
             return LintResult(path, None, [_reading_stopped(path, e)])
         except Exception as e:  # noqa: BLE001 - a front end bug is reported, never a traceback
             log.debug("front end failed on %s:\n%s", path, traceback.format_exc())
             return LintResult(path, None, [internal_error("while reading the file", e, Span(path, 1, 1))])
         prepare(module, settings)
-        diags = check_module(module, settings, kernel_cache, partial_report(progress, module, settings))
-        got = module, diags, [KernelOutline.of(k) for k in module.kernels]
+        if reuse is not None:
+            got = _check_reusing(module, settings, reuse, progress)
+        else:
+            diags = check_module(module, settings, kernel_cache, partial_report(progress, module, settings))
+            got = module, diags, [KernelOutline.of(k) for k in module.kernels]
     module, diags, kernels = got  # type: ignore[assignment]
     if module is None:
         return LintResult(path, None, diags)
@@ -524,6 +560,31 @@ def partial_report(progress, module: Module, settings: Settings) -> Callable[[li
         progress(so_far)
 
     return step
+
+
+def _check_reusing(module: Module, settings: Settings, reuse: PythonReuse, progress=None
+                   ) -> tuple[Module, list[Diagnostic], list[KernelOutline]]:  # fmt: skip
+    """`check_module`'s findings on a Python module read with ``reuse``
+    (`KernelCache.python_keys`): the kernels it lowered are checked and
+    kept, with their front-end diagnostics, under their text keys; the
+    others' findings come from the cache."""
+    checker = KernelChecker(module, settings, None)  # keyed by text here, not by its IR
+    step = partial_report(progress, module, settings)
+    found: list[Diagnostic] = [d for got in reuse.hits.values() for d in got.findings]
+    for n, k in enumerate(module.kernels, start=1):
+        findings, keep = checker.analyse(k)
+        found += findings
+        key = reuse.keys.get(k.name)
+        if key is not None and keep:
+            front_end = [d for d in module.diagnostics if d.kernel == k.name]
+            reuse.kept[key] = ReadKernel(findings, front_end, KernelOutline.of(k))
+        if step is not None and n < len(module.kernels):
+            step(found)
+    reuse.cache.store(module.path, reuse.kept)
+    lowered = {k.name: KernelOutline.of(k) for k in module.kernels}
+    kernels = [got.outline if (got := reuse.hits.get(o.name)) is not None and got.outline else lowered.get(o.name)
+               for o in reuse.outline]  # fmt: skip
+    return module, dedupe(list(module.diagnostics) + found), [o for o in kernels if o is not None]
 
 
 def _check_by_kernel(text: str, path: str, settings: Settings, kernel_cache: KernelCache | None, progress=None

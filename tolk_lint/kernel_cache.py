@@ -98,11 +98,7 @@ class KernelCache:
         linted kernel by kernel (`tolk_lint.frontends.ptx.stream`), those
         ``outline`` names: each kernel is keyed when it has been read and
         prepared, with the key it would have with all of them in memory."""
-        try:
-            units, context = kernel_units(module, outline)
-        except Exception:  # noqa: BLE001 - never fail a lint over the cache
-            log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
-            units, context = {}, []
+        units, context = _units(module, outline)
         if not units:
             return lambda k: None
         base = _base(module, settings)
@@ -112,13 +108,8 @@ class KernelCache:
             if unit is None:
                 return None
             first, last, text = unit
-            reach = max(last, ir_reach(k, module))
-            h = base.copy()
             own = f"\0{k.name}\0{first}\0{k.target}\0{k.host}\0{k.launch!r}\0{text}\0"
-            h.update(own.encode("utf-8", "surrogateescape"))
-            for line, code in context:  # below what the kernel reaches, code counts but not where it is
-                h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
-            return h.hexdigest()
+            return _digest(base, own, context, max(last, ir_reach(k, module)))
 
         return key
 
@@ -139,11 +130,7 @@ class KernelCache:
         inlines, or its analyses read, a ``.func`` body wherever it is).
         The names of all functions count too: a body may name one."""
         module = stream.module
-        try:
-            units, context = kernel_units(module, stream.outline)
-        except Exception:  # noqa: BLE001 - never fail a lint over the cache
-            log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
-            units, context = {}, []
+        units, context = _units(module, stream.outline)
         if not units:
             return lambda ft: None
         from tolk_lint.launch.choose import source_paths
@@ -171,12 +158,40 @@ class KernelCache:
             first, last, text = unit
             reach = math.inf if _PTX_CALL.search(text) else max(last, last_declaration)
             above = "\n".join(lines[after.get(ft.name, 0) : first - 1])
-            h = base.copy()
             own = f"\0{ft.name}\0{first}\0{ft.line}\0{ft.column}\0{above}\0{text}\0"
-            h.update(own.encode("utf-8", "surrogateescape"))
-            for line, code in context:
-                h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
-            return "ptx:" + h.hexdigest()
+            return "ptx:" + _digest(base, own, context, reach)
+
+        return key
+
+    def python_keys(self, module: Module, settings: Settings, outline: Sequence[KernelOutline]
+                    ) -> Callable[[KernelOutline], str | None]:  # fmt: skip
+        """The key of each kernel of a Python file (``outline``: the
+        kernels and host functions the finder found) from the file's text,
+        before any is lowered: a kernel whose key is kept is not lowered at
+        all. It hashes what the IR-based key (`keys`) does, read from the
+        text instead: the launch comes from the kernel's own lines, the call
+        sites around it and the settings; the lines the IR reaches are the
+        kernel's and those of every top-level statement it names, followed
+        through the names those statements name in turn (`python_reach`:
+        the device functions it inlines, the aliases and factories they go
+        through), or all of them when the file imports from the project's
+        other modules (their functions' calls are placed on lines here).
+        The content of those modules counts too."""
+        units, context = _units(module, outline)
+        if not units:
+            return lambda o: None
+        reach_of = python_reach(module)
+        base = _base(module, settings)
+        for dep in sorted(module.files.values()):
+            base.update(f"{dep}\0{self._sha(os.path.abspath(dep))}\0".encode("utf-8", "surrogateescape"))
+
+        def key(o: KernelOutline) -> str | None:
+            unit = units.get(o.name)
+            if unit is None:
+                return None
+            first, last, text = unit
+            reach = math.inf if module.files else max(last, reach_of(o.name))
+            return "py:" + _digest(base, f"\0{o.name}\0{first}\0{o.host}\0{text}\0", context, reach)
 
         return key
 
@@ -230,6 +245,53 @@ class KernelCache:
 
     def clear(self) -> None:
         self.entries.clear()
+
+
+class PythonReuse:
+    """`tolk_lint.frontends.python.parse_python`'s ``reuse`` for a lint
+    through ``cache``: each kernel's text key (`KernelCache.python_keys`),
+    the records of the kernels whose key is kept (not lowered again), and
+    what this lint keeps (`KernelCache.store`, by the engine)."""
+
+    def __init__(self, cache: KernelCache, path: str, settings: Settings):
+        self.cache, self.path, self.settings = cache, path, settings
+        self.keys: dict[str, str] = {}  # kernel name -> its key
+        self.hits: dict[str, ReadKernel] = {}  # kernel name -> what an earlier lint kept
+        self.kept: dict[str, list[Diagnostic] | ReadKernel] = {}  # key -> this lint's record
+        self.outline: list[KernelOutline] = []
+
+    def __call__(self, module: Module, outline: list[KernelOutline]) -> dict[str, list[Diagnostic]]:
+        self.outline = outline
+        key = self.cache.python_keys(module, self.settings, outline)
+        for o in outline:
+            k = key(o)
+            if k is None:
+                continue
+            self.keys[o.name] = k
+            got = self.cache.get(self.path, k)
+            if isinstance(got, ReadKernel):
+                self.hits[o.name] = got
+                self.kept[k] = got
+        return {name: got.front_end for name, got in self.hits.items()}
+
+
+def _units(module: Module, outline=None) -> tuple[dict[str, tuple[int, int, str]], list[tuple[int, str]]]:
+    """`kernel_units`, or none when it fails (a lint never fails over the cache)."""
+    try:
+        return kernel_units(module, outline)
+    except Exception:  # noqa: BLE001
+        log.debug("kernel_units failed on %s:\n%s", module.path, traceback.format_exc())
+        return {}, []
+
+
+def _digest(base, own: str, context: list[tuple[int, str]], reach: float) -> str:
+    """``base`` updated with a kernel's own part and the code around it: below
+    what the kernel reaches, the code counts but not where it is."""
+    h = base.copy()
+    h.update(own.encode("utf-8", "surrogateescape"))
+    for line, code in context:
+        h.update(f"{line if line <= reach else ''}:{code}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
 
 
 def _base(module: Module, settings: Settings):
@@ -355,12 +417,95 @@ def _ptx_units(lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]
     return out
 
 
-def _python_units(module: Module, lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
-    """Top-level functions: name -> (first line, last line, the decorator and
-    ``def`` lines, which stay in the surroundings since the finder reads them
-    for every function, the names its body mentions). A function starts at
-    the comment lines right above its decorators (a kernel's launch
-    comment). The tree is the one the front end parsed (`PYTHON_TREE`)."""
+def python_reach(module: Module) -> Callable[[str], float]:
+    """The last line a Python kernel's IR may come from, by the kernel's
+    name, read from the text (`KernelCache.python_keys`): the end of the
+    kernel, and of every top-level statement binding a name it reads from
+    the module (a device function it inlines, a constant, an alias),
+    followed through the names those statements read in turn. A name
+    bound twice counts both statements. Over-approximates `ir_reach`."""
+    tree = _python_tree(module)
+    if tree is None:
+        return lambda name: math.inf
+    lines = module.lines()
+    binders: dict[str, list[tuple[int, frozenset[str]]]] = {}
+    for node in tree.body:
+        bound, reads = _statement_names(node, lines)
+        for name in bound:
+            binders.setdefault(name, []).append((node.end_lineno or node.lineno, reads))
+
+    def reach(name: str) -> float:
+        top, seen, todo = 0, {name}, [name]
+        while todo:
+            for last, reads in binders.get(todo.pop(), ()):
+                top = max(top, last)
+                for n in reads - seen:
+                    seen.add(n)
+                    todo.append(n)
+        return top
+
+    return reach
+
+
+# What each top-level statement of a Python file binds and reads, remembered
+# by its text across the lints of one process (an edit leaves most of them as
+# they were; walking them all again was 6 ms of a 1,000-line file's edit).
+_STATEMENT_NAMES: dict[tuple[str, int, int | None], tuple[frozenset[str], frozenset[str]]] = {}
+_STATEMENT_NAMES_MAX = 8192
+
+
+def _statement_names(node, lines: list[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(the names the top-level statement ``node`` binds in the module, the
+    module names it reads): a function binds its name and reads its
+    decorators, defaults and the names its body does not bind itself."""
+    key = ("\n".join(lines[node.lineno - 1 : node.end_lineno]), node.col_offset, node.end_col_offset)
+    got = _STATEMENT_NAMES.get(key)
+    if got is None:
+        if len(_STATEMENT_NAMES) >= _STATEMENT_NAMES_MAX:
+            _STATEMENT_NAMES.clear()
+        got = _STATEMENT_NAMES[key] = _names_of(node)
+    return got
+
+
+def _names_of(node) -> tuple[frozenset[str], frozenset[str]]:
+    import ast
+
+    reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        # its own scope's bindings shadow the module's (not those of scopes nested in it,
+        # nor names it declares global): what is left is read from the module
+        local: set[str] = set()
+        declared: set[str] = set()
+        if not isinstance(node, ast.ClassDef):
+            a = node.args
+            local.update(p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if p is not None)
+        todo = list(node.body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                local.add(n.name)
+                continue
+            if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                continue
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                local.add(n.id)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                declared.update(n.names)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                local.update((a.asname or a.name).split(".")[0] for a in n.names)
+            todo.extend(ast.iter_child_nodes(n))
+        return frozenset({node.name}), frozenset(reads - (local - declared))
+    bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    for n in ast.walk(node):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in n.names if a.name != "*")
+    return frozenset(bound), frozenset(reads)
+
+
+def _python_tree(module: Module):
+    """The module's `ast` tree, the one the front end parsed (`PYTHON_TREE`); None when it does not parse."""
     import ast
 
     def parse(_module):
@@ -369,7 +514,18 @@ def _python_units(module: Module, lines: list[str]) -> dict[str, tuple[int, int,
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
 
-    tree = module.cached(PYTHON_TREE, parse)
+    return module.cached(PYTHON_TREE, parse)
+
+
+def _python_units(module: Module, lines: list[str]) -> dict[str, tuple[int, int, set[int], set[str]]]:
+    """Top-level functions: name -> (first line, last line, the decorator and
+    ``def`` lines, which stay in the surroundings since the finder reads them
+    for every function, the names its body mentions). A function starts at
+    the comment lines right above its decorators (a kernel's launch
+    comment). The tree is the one the front end parsed (`PYTHON_TREE`)."""
+    import ast
+
+    tree = _python_tree(module)
     if tree is None:
         return {}
     out: dict[str, tuple[int, int, set[int], set[str]]] = {}
@@ -386,6 +542,6 @@ def _python_units(module: Module, lines: list[str]) -> dict[str, tuple[int, int,
         while first > 1 and lines[first - 2].strip().startswith("#"):
             first -= 1
         last = node.end_lineno or node.lineno
-        mentions = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        mentions = set(_statement_names(node, lines)[1])
         out[node.name] = (first, last, set(range(header, node.lineno + 1)), mentions)
     return out

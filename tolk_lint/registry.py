@@ -77,9 +77,10 @@ class RuleContext:
     target: Target
     _facts: dict[str, Any] = field(default_factory=dict)
     # Lints a rewritten text of this file and gives every finding of the
-    # selected rules (``relint(text, select)``): how a fix proves itself.
+    # selected rules (``relint(text, select, kernel)``, on that kernel only
+    # when named): how a fix proves itself.
     # The engine sets it; None inside such a lint (no fix proves itself twice).
-    relint: Callable[[str, tuple[str, ...]], list[Diagnostic]] | None = None
+    relint: Callable[..., list[Diagnostic]] | None = None
 
     def uniformity(self):
         from tolk_lint.analysis.uniform import uniformity
@@ -103,6 +104,9 @@ class Rule:
     severity: ClassVar[Severity]
     status: ClassVar[Status] = Status.stable("0.1.0")
     fixable: ClassVar[bool] = False
+    # its fixes are unsafe and proved by a second lint (``--unsafe-fixes``):
+    # the language server works one out when the editor asks for it
+    fixes_when_asked: ClassVar[bool] = False
     # a rule reported by the front ends or the engine, not by `check`
     engine_rule: ClassVar[bool] = False
     # The analysis modules `check` imports. A rule module imports no analysis

@@ -65,7 +65,7 @@ def pipeline_fix(ctx: RuleContext, copies: list[TileCopy]) -> Fix | NotFixable:
     module, kernel = ctx.module, ctx.kernel
     unsupported = sum(1 for d in module.diagnostics if d.code == "TL002" and d.kernel in (kernel.name, None))
     staged = {tc.buffer for tc in copies}
-    found = problems(ctx.relint(fixed, PROOF_SELECT), kernel.name, staged, unsupported)
+    found = problems(ctx.relint(fixed, PROOF_SELECT, kernel.name), kernel.name, staged, unsupported)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         return NotFixable(f"the rewrite does not pass the static proof: {found[0]}{more}")

@@ -31,6 +31,7 @@ Imports libcst only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -104,18 +105,34 @@ class LoopSource:
         return self.module.code_for_node(node)
 
 
+# The last file `_parsed` read: a file with several loops to pipeline is parsed
+# once for them all (libcst and its positions take about 1.5 s for 1,000 lines).
+# Its nodes are immutable: a rewrite builds new ones.
+_LAST_PARSED: list[tuple[str, tuple]] = []
+
+
+def _parsed(source: str) -> tuple[cst.Module, Mapping, set[str]]:
+    """``source`` parsed by libcst, each node's position, and every name it uses."""
+    last = _LAST_PARSED[0] if _LAST_PARSED else None
+    if last is not None and last[0] == source:
+        return last[1]
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as e:
+        raise Refused(f"libcst cannot parse the file ({e.message})") from None
+    pos = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    got = (module, pos, {n.value for n in _walk(module) if isinstance(n, cst.Name)})
+    _LAST_PARSED[:] = [(source, got)]
+    return got
+
+
 def read_loop(source: str, kernel: str, loop_line: int, barrier_line: int, barrier_lines: set[int],
               staged: list[str], steps: dict[str, int] | None = None) -> LoopSource:  # fmt: skip
     """The loop of ``kernel`` at ``loop_line`` staging ``staged``, from the
     IR: ``barrier_line`` is the line of the barrier after the copies,
     ``barrier_lines`` those of all the kernel's barriers, ``steps`` the
     constant steps of the loop's induction variables, by variable."""
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as e:
-        raise Refused(f"libcst cannot parse the file ({e.message})") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    pos = wrapper.resolve(PositionProvider)
+    module, pos, names = _parsed(source)
 
     def line(node: cst.CSTNode) -> int:
         return pos[node].start.line
@@ -143,8 +160,7 @@ def read_loop(source: str, kernel: str, loop_line: int, barrier_line: int, barri
     barrier = next((i for i, s in enumerate(body) if line(s) == barrier_line and _is_bare_call(s)), None)
     if barrier is None:
         raise Refused("the barrier after the tile copies is not a statement of the loop's body")
-    names = {n.value for n in _walk(module) if isinstance(n, cst.Name)}
-    out = LoopSource(module, fn, loop, var, start, stop, step, body, barrier, False, {}, {}, names,
+    out = LoopSource(module, fn, loop, var, start, stop, step, body, barrier, False, {}, {}, set(names),
                      pos[loop].start.column)  # fmt: skip
     for name in staged:
         out.staged[name] = _declaration(fn, name, module)

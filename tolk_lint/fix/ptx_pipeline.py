@@ -433,7 +433,7 @@ def pipeline_fix(ctx, copies: list):
         if drop and rw.plan.trailing_barrier is None:
             drop = False
         try:
-            found = problems(ctx.relint(rw.text, PROOF_SELECT), kernel.name, staged, unsupported)
+            found = problems(ctx.relint(rw.text, PROOF_SELECT, kernel.name), kernel.name, staged, unsupported)
         except BudgetExceeded as e:
             budget.check("proving the cp.async pipeline rewrite")  # the lint's own budget: stop it there
             return NotFixable(f"the static proof did not finish ({e.reason}); no fix is offered unproved")

@@ -7,7 +7,10 @@ own lines, so a kernel with non-ASCII comments still gets the right ranges.
 
 The LSP diagnostic carries in ``data`` what the code-action handler needs
 without linting again (ruff's pattern): ``{"code", "fix": {"title",
-"applicability", "edits": [{"uri", "range", "newText"}]} | None}``.
+"applicability", "edits": [{"uri", "range", "newText"}]} | None, "kernel",
+"when_asked"}``; ``when_asked``: a fix the lint did not work out (an
+unsafe one, proved by a second lint) that the server works out when the
+editor asks for the diagnostic's code actions.
 """
 
 from __future__ import annotations
@@ -136,8 +139,19 @@ def to_lsp(d: Diagnostic, uri: str, pos: Positions) -> types.Diagnostic:
         source=SOURCE,
         related_information=related_information(d, uri, pos) or None,
         tags=tags,
-        data={"code": d.code, "name": d.name, "fix": fix_data(d, uri, pos)},
+        data={"code": d.code, "name": d.name, "fix": fix_data(d, uri, pos), "kernel": d.kernel,
+              "when_asked": fix_when_asked(d)},
     )
+
+
+def fix_when_asked(d: Diagnostic) -> bool:
+    """Whether ``d`` may have a fix its lint left out: its rule works unsafe
+    fixes out only when asked (`Rule.fixes_when_asked`) and this lint did not."""
+    from tolk_lint.catalog import rule_by_code
+
+    rule = rule_by_code(d.code)
+    return bool(d.fix is None and d.kernel and rule is not None and rule.fixes_when_asked
+                and "fixable" not in (d.data or {}))  # fmt: skip
 
 
 def text_edits(fix: dict[str, Any]) -> dict[str, list[types.TextEdit]]:

@@ -17,7 +17,10 @@ What it does, for ``.py`` and ``.ptx`` documents:
 - Code actions: per diagnostic a quick fix (when it has one) and "ignore with
   ``tolk: noqa: CODE``" (appended to the line's noqa, or a new ``#`` / ``//``
   comment); and ``source.fixAll.tolk``, every safe fix of the document that
-  does not overlap another.
+  does not overlap another. An unsafe fix that a second lint proves (TL302's
+  cp.async pipeline) is worked out when the editor asks for that
+  diagnostic's actions, for its kernel alone (`fix_when_asked`), not at
+  every lint.
 - Hover over a code in a noqa comment, or over a flagged range: the rule's
   documentation.
 - Settings: the nearest ``pyproject.toml`` with ``[tool.tolk-lint]`` above
@@ -39,7 +42,8 @@ What it does, for ``.py`` and ``.ptx`` documents:
 - Speed: kernels an edit did not touch reuse their findings from the
   document's previous lint (`tolk_lint.engine.KernelCache`: keyed by the
   kernel's text and first line, the code around the kernels, the settings
-  and the tool; a PTX entry by its text alone, so it is not even parsed),
+  and the tool, from the text alone: a PTX entry is not even parsed, a
+  Python kernel not lowered),
   so an edit re-analyses only the kernels it changed or moved. A kernel
   whose analysis ran out of all the time a lint gives it keeps its TL005
   until it changes or the document is saved, rather than spending every
@@ -163,6 +167,7 @@ class TolkLanguageServer(LanguageServer):
         self.linted_paths: dict[str, str] = {}  # uri -> the path it is linted as
         self.shown: set[str] = set()  # documents whose diagnostics were published since they opened
         self.lint_loop: asyncio.AbstractEventLoop | None = None  # the event loop, for progress from the threads
+        self.asked_fixes: dict[tuple, list[types.Diagnostic]] = {}  # (uri, version, kernel) -> `kernel_fixes`
 
     def report_server_error(self, error: Exception, source) -> None:
         """The server's own errors go to the client's log, never a pop-up."""
@@ -199,9 +204,9 @@ class TolkLanguageServer(LanguageServer):
                 self._config_mtimes[s.config_path] = os.path.getmtime(s.config_path)
             except OSError:
                 pass
-        # the editor offers unsafe fixes as quick fixes (never in fix-all), so
-        # the rules work them out; the kernel cache keeps a proof until the kernel changes
-        return s if s.unsafe_fixes else s.with_(unsafe_fixes=True)
+        # unsafe fixes (never in fix-all) are worked out when the editor asks
+        # for a diagnostic's code actions (`fix_when_asked`), not at every lint
+        return s
 
     def reload_settings(self) -> None:
         self.resolver = SettingsResolver()
@@ -256,6 +261,42 @@ class TolkLanguageServer(LanguageServer):
         else:
             cut = cut and seconds < settings.time_budget
         return Linted(version, diags, lsp, seconds if cut else None, rounds=finish)
+
+    async def fix_when_asked(self, uri: str, d: types.Diagnostic) -> dict | None:
+        """The fix of ``d``, a diagnostic whose lint left its unsafe fix out
+        (``data["when_asked"]``): its kernel linted alone with unsafe fixes
+        on, for the document's current version; kept per version and
+        kernel, so the editor asking again as the cursor moves costs
+        nothing. None when the rewrite is not proved."""
+        doc = self.workspace.text_documents.get(uri)
+        kernel = d.data.get("kernel") if isinstance(d.data, dict) else None
+        if doc is None or not kernel:
+            return None
+        key = (uri, doc.version, kernel)
+        found = self.asked_fixes.get(key)
+        if found is None:
+            loop = asyncio.get_running_loop()
+            found = await loop.run_in_executor(self.executor, self.kernel_fixes, uri, doc.source,
+                                               doc.language_id, kernel)  # fmt: skip
+            self.asked_fixes = {k: v for k, v in self.asked_fixes.items() if k[0] != uri or k[1] == doc.version}
+            self.asked_fixes[key] = found
+        return next((f.data["fix"] for f in found if f.code == d.code and f.range == d.range), None)
+
+    def kernel_fixes(self, uri: str, text: str, language_id: str | None, kernel: str) -> list[types.Diagnostic]:
+        """The diagnostics with fixes of one kernel of the document, unsafe
+        fixes worked out, under the file's budget (on a worker thread)."""
+        from tolk_lint.engine import lint_text
+
+        path = document_path(uri, language_id)
+        language = None if path.endswith((".py", ".ptx")) else LANGUAGE_IDS.get(language_id or "")
+        try:
+            settings = self.settings_for(path).with_(unsafe_fixes=True)
+            diags = lint_text(text, path, settings, language, kernel=kernel).diagnostics
+        except Exception:  # noqa: BLE001 - no fix is offered, and the server goes on
+            log.error("working out the fixes of %s in %s failed:\n%s", kernel, uri, traceback.format_exc())
+            return []
+        pos = Positions(text.splitlines(), self._codec())
+        return [to_lsp(x, uri, pos) for x in diags if x.fix is not None]
 
     def _codec(self):
         try:
@@ -650,6 +691,8 @@ def create_server() -> TolkLanguageServer:
                 if d.source != SOURCE:
                     continue
                 fix = d.data.get("fix") if isinstance(d.data, dict) else None
+                if not fix and isinstance(d.data, dict) and d.data.get("when_asked"):
+                    fix = await ls.fix_when_asked(uri, d)
                 if fix:
                     actions.append(types.CodeAction(
                         title=f"{fix['title']} ({d.code})", kind=types.CodeActionKind.QuickFix,

@@ -21,20 +21,31 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from tolk_lint.diagnostics import Diagnostic, Severity, internal_error
-from tolk_lint.ir.nodes import PYTHON_TREE, Module, Span
+from tolk_lint.ir.nodes import PYTHON_TREE, KernelOutline, Module, Span
 
 __all__ = ["parse_python"]
 
 _MENTIONS = ("numba", "cuda", "njit")
 
+# `parse_python`'s ``reuse``: (module, outlines) -> {kernel name: its front-end diagnostics}
+Reuse = Callable[[Module, list[KernelOutline]], dict[str, list[Diagnostic]]]
 
-def parse_python(text: str, path: str) -> Module:
+
+def parse_python(text: str, path: str, reuse: Reuse | None = None) -> Module:
     """Lower every kernel of a Numba Python file. Never raises: a file that
     does not parse (or nests past the recursion limit) gives one TL001, a
     construct not understood a TL002, a failure of ours a TL004 (an error:
-    that kernel is not analysed, and the run says so)."""
+    that kernel is not analysed, and the run says so).
+
+    ``reuse`` (the language server's, `tolk_lint.engine`) is called once
+    the finder has read the file, before anything is lowered, with the
+    module and the outlines of its kernels and host functions; it returns
+    the front-end diagnostics of those it already has the findings of, by
+    name. Those are not lowered (they are not in ``Module.kernels``), and
+    their diagnostics stand where lowering them would have put its own."""
     mod = Module(path=path, language="python", source=text)
     if not any(m in text for m in _MENTIONS):
         return mod
@@ -51,7 +62,7 @@ def parse_python(text: str, path: str) -> Module:
         return mod
     mod.cached(PYTHON_TREE, lambda _mod: tree)  # the kernel cache reads its functions' lines from it
     try:
-        _lower_module(mod, tree, text, path)
+        _lower_module(mod, tree, text, path, reuse)
     except RecursionError:
         mod.kernels.clear()
         mod.functions.clear()
@@ -67,7 +78,7 @@ def _too_deep(path: str) -> Diagnostic:
                                  "levels of recursion); nothing in it was analysed")
 
 
-def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
+def _lower_module(mod: Module, tree: ast.Module, text: str, path: str, reuse: Reuse | None = None) -> None:
     from tolk_lint.frontends.python.finder import Finder, Source
     from tolk_lint.frontends.python.lower import ModuleCtx, lower_function
 
@@ -86,8 +97,15 @@ def _lower_module(mod: Module, tree: ast.Module, text: str, path: str) -> None:
     # kernel that inlines it, and for the function itself only when no kernel did
     ordered = [f for f in finder.funcs if f.kind in ("kernel", "host")]
     ordered += [f for f in finder.funcs if f.kind == "device"]
+    kept: dict[str, list[Diagnostic]] = {}
+    if reuse is not None:
+        kept = reuse(mod, [KernelOutline(fi.name, src.def_span(fi.node), fi.kind == "host")
+                           for fi in ordered if fi.kind != "device"])  # fmt: skip
     lowered: dict = {}  # FuncInfo -> its kernel
     for fi in ordered:
+        if fi.kind != "device" and fi.name in kept:
+            ctx.diagnostics.extend(kept[fi.name])
+            continue
         try:
             k = lower_function(ctx, fi, standalone_device=fi.kind == "device")
         except RecursionError:

@@ -110,6 +110,11 @@ class Source:
         self._cache[node] = got
         return got
 
+    def def_span(self, fn: ast.AST) -> Span:
+        """A function's ``def`` line, as far as its text goes (a kernel's `Kernel.span`)."""
+        line = fn.lineno  # type: ignore[attr-defined]
+        return Span(self.path, line, self.col(line, fn.col_offset), line, len(self.line_text(line).rstrip()) + 1)  # type: ignore[attr-defined]
+
     def span(self, node: ast.AST) -> Span:
         return self.loc(node)[0]
 

@@ -45,7 +45,7 @@ class LowererCore:
         self.standalone = standalone_device
         host = fi.kind == "host"
         self.host = host
-        span = self._def_span(fi)
+        span = ctx.src.def_span(fi.node)
         self.kernel = Kernel(
             name=fi.name,
             language="python",

@@ -60,13 +60,6 @@ class KernelLowering:
             k.returns = [Param("return", t)]
         return k
 
-    def _def_span(self, fi: FuncInfo) -> Span:
-        node = fi.node
-        line = node.lineno
-        text = self.src.line_text(line)
-        col = self.src.col(line, node.col_offset)
-        return Span(self.ctx.path, line, col, line, len(text.rstrip()) + 1)
-
     def _end_span(self, fi: FuncInfo) -> Span:
         last = fi.node.body[-1] if fi.node.body else fi.node
         return self.src.span(last)
