@@ -264,3 +264,18 @@ def second(a):  # tolk: noqa: TL101
     if cuda.threadIdx.x < 16:
         cuda.syncthreads()
 """
+
+
+def test_an_edit_half_typed_keeps_the_entries(tmp_path, reads):
+    """A PTX file that does not parse (TL001) leaves the kept entries: the
+    edit that completes it reads only the entry it changed."""
+    text = many_kernels(4)
+    path = tmp_path / "many.ptx"
+    cache = KernelCache()
+    lint(path, text, cache)
+    name, new = edits(text)[1]  # a trailing comment in the middle kernel
+    broken = new.replace("  // typing", "  %%%")
+    assert [d.code for d in lint(path, broken, cache).diagnostics] == ["TL001"]
+    reads.clear()
+    assert as_json(lint(path, new, cache)) == as_json(lint(path, new))
+    assert len(reads) == 1 + len(entry_lines(new)), reads  # the edited entry; then every one, uncached

@@ -129,3 +129,16 @@ def test_an_edit_of_an_imported_module_relints_the_kernels(tmp_path):
     racy = relint(cache, text, str(kernel))
     assert cache.hits == 0
     assert [d for d in racy if d["code"] == "TL201"]
+
+
+def test_an_edit_half_typed_keeps_the_kernels_for_the_next_one():
+    """A syntax error (the file does not parse while a line is being typed)
+    reports TL001 and keeps what the lint before it stored: the edit that
+    completes the line lints only the kernel it changed."""
+    cache = KernelCache()
+    relint(cache, NUMBA, "k.py")
+    broken = NUMBA.replace("if half(t) < 8:", "if half(t) < ")
+    assert [d["code"] for d in relint(cache, broken, "k.py")] == ["TL001"]
+    before = cache.hits
+    relint(cache, NUMBA.replace("if half(t) < 8:", "if half(t) < 4:"), "k.py")
+    assert cache.hits - before == 2  # k1 and k3; k2 is the one edited

@@ -223,9 +223,18 @@ class KernelChecker:
         return found, keepable(found, whole)
 
     def done(self, complete: bool = True) -> None:
-        """Store this lint's findings; ``complete`` false: it did not reach every kernel."""
+        """Store this lint's findings; ``complete`` false: it did not reach
+        every kernel, or the file did not parse (an edit half typed: the
+        kernels keep what the lint before it stored)."""
         if self.cache is not None:
-            self.cache.store(self.module.path, self.kept, complete)
+            self.cache.store(self.module.path, self.kept, complete and readable(self.module))
+
+
+def readable(module: Module) -> bool:
+    """Whether the front end read the whole file (no TL001): a lint of a file
+    that does not parse, an edit half typed, leaves the kernel cache's
+    entries of that file as they were."""
+    return not any(d.code == "TL001" for d in module.diagnostics)
 
 
 def _whole_budget(settings: Settings) -> bool:
@@ -580,7 +589,7 @@ def _check_reusing(module: Module, settings: Settings, reuse: PythonReuse, progr
             reuse.kept[key] = ReadKernel(findings, front_end, KernelOutline.of(k))
         if step is not None and n < len(module.kernels):
             step(found)
-    reuse.cache.store(module.path, reuse.kept)
+    reuse.cache.store(module.path, reuse.kept, complete=readable(module))
     lowered = {k.name: KernelOutline.of(k) for k in module.kernels}
     kernels = [got.outline if (got := reuse.hits.get(o.name)) is not None and got.outline else lowered.get(o.name)
                for o in reuse.outline]  # fmt: skip
