@@ -101,6 +101,10 @@ def _placements(kernel: Kernel, module: Module | None, settings) -> list[Placeme
         mask_proof = _mask_proof(kernel, ins, info, settings) if collective else None
         if mask_proof is not None and mask_proof.verdict == "uniform":
             continue
+        if mask_proof is not None:
+            # the lanes a mask names took alike the branches on what they share: not those
+            splitting = [b for b in branches if not _lane_mask_derived(b, info)]
+            branches = splitting or branches
         b = _nearest(cfg, ins.block, branches)
         term = b.terminator
         cause = term.args[0] if term is not None and term.args else None
@@ -144,6 +148,35 @@ def _has_lane_masks(kernel: Kernel) -> bool:
     return kernel.cached("has_lane_masks", lambda k: any(
         i.op in (O.ACTIVEMASK, O.MATCH) or (i.op is O.VOTE and i.attrs.get("mode") == "ballot")
         for i in k.instrs()))  # fmt: skip
+
+
+def _lane_mask_derived(branch: Block, info: UniformityInfo, limit: int = 256) -> bool:
+    """Whether ``branch``'s condition is computed from uniform values and lane
+    masks alone (``activemask``, ``ballot``, ``match`` results): every lane a
+    mask names holds the same mask, so those lanes decide it alike (inside
+    cooperative groups' ``ballot``, its test of whether the group is the
+    whole warp). Such a branch is not what splits a collective's lanes."""
+    term = branch.terminator
+    if term is None or not term.args:
+        return False
+    seen: set[Value] = set()
+    stack = [term.args[0]]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if len(seen) > limit:
+            return False
+        d = v.defn
+        if info.is_uniform(v):
+            continue
+        if d is None or d.op in (O.LOAD, O.ATOMIC, O.PHI, O.CALL, O.OPAQUE, O.SPECIAL, O.SHUFFLE):
+            return False
+        if d.op in (O.ACTIVEMASK, O.MATCH) or (d.op is O.VOTE and d.attrs.get("mode") == "ballot"):
+            continue
+        stack.extend(d.args)
+    return True
 
 
 def _nearest(cfg: CFG, block: Block, branches: list[Block]) -> Block:
