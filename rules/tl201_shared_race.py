@@ -191,9 +191,11 @@ class SharedRace(Rule):
             verb,
         )
         from tolk_lint.analysis.memory.factory_values import needs_factory_value
+        from tolk_lint.analysis.memory.grid_size import needs_huge_grid
         from tolk_lint.analysis.memory.loaded_counts import needs_large_count
         from tolk_lint.analysis.memory.phrases import (
             factory_value_note,
+            huge_grid_note,
             large_count_note,
             same_value_note,
             shared_data_note,
@@ -262,6 +264,10 @@ class SharedRace(Rule):
                 elif needs := needs_factory_value(facts, r.goal[0], r.goal[1], 2):
                     msg += factory_value_note(needs)
                     data["factory_value"] = True
+                elif needs_huge_grid(facts, r.goal[0], r.goal[1]):
+                    msg += huge_grid_note()
+                    data["huge_grid"] = True
             d = self.diagnostic(later.instr, msg, kernel=ctx.kernel, related=related, witness=r.witness, data=data)
-            warning = data.get("shared_data") or data.get("factory_value") or same_value or unproved
+            warning = data.get("shared_data") or data.get("factory_value") or data.get("huge_grid") or same_value \
+                or unproved  # fmt: skip
             yield dataclasses.replace(d, severity=Severity.WARNING) if warning else d

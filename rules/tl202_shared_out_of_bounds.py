@@ -163,8 +163,14 @@ class SharedOutOfBounds(Rule):
     def check(self, ctx: RuleContext):
         from tolk_lint.analysis.memory import access_text, pretty_buffer, source_key
         from tolk_lint.analysis.memory.factory_values import needs_factory_value
+        from tolk_lint.analysis.memory.grid_size import needs_huge_grid
         from tolk_lint.analysis.memory.loaded_counts import needs_large_count
-        from tolk_lint.analysis.memory.phrases import factory_value_note, large_count_note, shared_data_note
+        from tolk_lint.analysis.memory.phrases import (
+            factory_value_note,
+            huge_grid_note,
+            large_count_note,
+            shared_data_note,
+        )
         from tolk_lint.launch.choose import shared_declaration
 
         facts = ctx.memory()
@@ -214,6 +220,10 @@ class SharedOutOfBounds(Rule):
                 elif needs := needs_factory_value(facts, f.goal[0], f.goal[1], 1):
                     msg += factory_value_note(needs)
                     data["factory_value"] = True
+                elif needs_huge_grid(facts, f.goal[0], f.goal[1]):
+                    msg += huge_grid_note()
+                    data["huge_grid"] = True
             d = self.diagnostic(ins, msg, kernel=ctx.kernel, related=related, witness=f.witness, data=data)
-            warning = data.get("shared_data") or data.get("factory_value") or f.solver == "unknown"
+            warning = data.get("shared_data") or data.get("factory_value") or data.get("huge_grid") \
+                or f.solver == "unknown"  # fmt: skip
             yield dataclasses.replace(d, severity=Severity.WARNING) if warning else d

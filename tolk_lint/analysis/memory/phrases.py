@@ -78,6 +78,14 @@ def large_count_note(load: Instr) -> str:
             "since the analysis takes that count as any value and does not follow the algorithm that computes it")  # fmt: skip
 
 
+def huge_grid_note() -> str:
+    """Why a finding that needs a grid of 2**31 threads or more along x is a
+    warning (`grid_size.needs_huge_grid`)."""
+    return ("; it needs a grid of 2**31 threads or more along x, where `gridDim.x * blockDim.x` overflows a "
+            "32-bit int: a warning, not an error, since the grid is not read from the host and code that indexes "
+            "its threads with an int assumes fewer")  # fmt: skip
+
+
 def factory_value_note(params: list[Instr]) -> str:
     """Why a finding that holds only for some values of a kernel factory's
     arguments is a warning (`factory_values.needs_factory_value`)."""
