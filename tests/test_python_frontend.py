@@ -1112,4 +1112,3 @@ def test_the_reference_interpreter_runs_the_runtime_calls() -> None:
         found[name] = {h.kind for h in r.async_hazards}
     assert found["cp_async_pipeline_1d.py"] == set()
     assert {"read-before-wait", "copy-over-inflight"} <= found["cp_async_pipeline_1d_no_wait.py"]
-

@@ -17,17 +17,26 @@ trip's path, the loop's trips are uniform without a solver question
 took Z3 0.8 s of 128-bit adders and comparators for the systolic loop
 above).
 
-Imports: `tolk_lint.ir` only.
+Imports: `tolk_lint.ir` and `uniformity_info`'s `Proof`.
 """
 
 from __future__ import annotations
 
+from tolk_lint.analysis.uniformity_info import Proof
 from tolk_lint.ir.cfg import CFG, Loop
 from tolk_lint.ir.nodes import Kernel, Value, is_float
 from tolk_lint.ir.opcodes import Opcode
 
 O = Opcode
 MAX_TERMS = 64  # a larger linear form is left to the solver
+
+
+def exact_trips_proof(kernel: Kernel, cfg: CFG, lp: Loop, info) -> Proof | None:
+    """The proof that ``lp``'s trips are uniform by arithmetic
+    (`exact_trips_uniform`), or None: the solver is asked."""
+    if not exact_trips_uniform(kernel, cfg, lp, info):
+        return None
+    return Proof("uniform", None, "its start and its bound differ by the same amount in every thread")
 
 
 def exact_trips_uniform(kernel: Kernel, cfg: CFG, lp: Loop, info) -> bool:

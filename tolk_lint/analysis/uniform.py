@@ -78,7 +78,7 @@ from tolk_lint.analysis.buffers import (
     ranges_disjoint,
     space_of,
 )
-from tolk_lint.analysis.trip_difference import exact_trips_uniform
+from tolk_lint.analysis.trip_difference import exact_trips_proof
 from tolk_lint.analysis.uniformity_info import Proof, Reason, UniformityInfo
 from tolk_lint.diagnostics import report_frame
 from tolk_lint.ir.cfg import CFG, Loop, cfg_of
@@ -723,10 +723,7 @@ def refine(kernel: Kernel, level: str, ops: list[Instr], rlimit: int) -> Uniform
             asked.add(item)
             queries += 1
             if isinstance(item, Loop):
-                if exact_trips_uniform(kernel, cfg, item, info):
-                    p = Proof("uniform", None, "its start and its bound differ by the same amount in every thread")
-                else:
-                    p = smt.loop_trips_uniform(kernel, item, info, level, rlimit)
+                p = exact_trips_proof(kernel, cfg, item, info) or smt.loop_trips_uniform(kernel, item, info, level, rlimit)
                 loop_proofs[item] = p
                 if p.verdict == "uniform":
                     uniform_loops.add(item)

@@ -10,9 +10,9 @@ threads with a 32-bit ``int`` assumes fewer than 2**31 of them.
 
 So a race or an out-of-bounds access in a PTX kernel that reads
 ``gridDim.x`` is asked once more with ``gridDim.x * blockDim.x`` below
-2**31 (Numba's integers are 64 bits wide: its strides do not wrap there). When it no
-longer holds, it needs a grid whose thread count along x does not fit an
-``int``: a warning, not an error. When it still holds, it stays an error.
+2**31 (Numba's integers are 64 bits wide: its strides do not wrap there).
+When it no longer holds, it needs a grid whose thread count along x does
+not fit an ``int``: a warning, not an error. When it still holds, it stays an error.
 One more solver question, only for findings in kernels that read the grid.
 """
 
