@@ -108,7 +108,7 @@ def test_an_unchanged_file_reads_no_kernel_again(tmp_path, reads):
 
 @pytest.mark.parametrize("index", range(7))
 def test_every_edit_gives_what_an_uncached_lint_gives(tmp_path, reads, index):
-    text = many_kernels(4)
+    text = many_kernels(2)  # 8 entries: kernels above, below and in the middle of each edit
     cases = edits(text)
     if index >= len(cases):
         pytest.skip("no device function with a body in the generated file")

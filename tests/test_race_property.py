@@ -19,7 +19,7 @@ the false positives, whose rate (of the reported pairs) is printed
 (wall clock inside the solver, summed over the workers) and the CPU time of
 the analysis and of the interpreter.
 
-``TOLK_RACE_KERNELS`` sets how many kernels (default 300; the suite's share
+``TOLK_RACE_KERNELS`` sets how many kernels (default 240; the suite's share
 of a property that `TOLK_RACE_KERNELS=5000` checks further),
 ``TOLK_RACE_SEED`` the first seed (default 0), ``TOLK_RACE_JOBS`` the worker
 processes (default: 2, or fewer cores; 1 under pytest-xdist, whose workers
@@ -34,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-N_KERNELS = int(os.environ.get("TOLK_RACE_KERNELS", "300"))
+N_KERNELS = int(os.environ.get("TOLK_RACE_KERNELS", "240"))
 FIRST_SEED = int(os.environ.get("TOLK_RACE_SEED", "0"))
 # under pytest-xdist every core already runs a worker: no pool of our own then
 _DEFAULT_JOBS = "1" if os.environ.get("PYTEST_XDIST_WORKER") else "2"

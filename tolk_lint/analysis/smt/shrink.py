@@ -6,30 +6,21 @@ a witness to replay it, so `shrink` asks again, under the same assertions,
 for a model whose *witness symbols* -- the block size (``ntid.*``), the two
 threads (``tid.*@t0``, ``tid.*@t1``), the block index (``ctaid.*``), the
 loop trips (``k_*``, ``g_*``, ``s_*``) and the kernel's parameters
-(``param:*``, by magnitude: they are shown signed) -- are all at most a
-bound ``B``, searching ``B`` (first 1,
-then by bisection on a log scale between the bounds known to fail and to
-hold); then it tries to pin each symbol to its least value (a one-
-dimensional block first, then thread 0, trip 0, parameters 0, the block
-just large enough for the two threads), keeping each pin that holds.
-A bound the solver gives up on (its resource limit) ends the bisection:
-the bounds after it are only weaker, as hard to decide as the question
-itself. What makes it hard is most often a division or a product by a
-runtime extent (``sc[idx // d, idx % d]``), so then the parameters are
-pinned first, one at a time, each to the first of a few small values
-(least, 1, 2, 3, 5, 9, 17, ...: the just-past-a-power-of-two sizes where
-bounds break) that still gives a model; with them constants the question
-is easy, and the bisection over the other symbols is asked again.
+(``param:*``, by magnitude: they are shown signed) -- are small: mostly by
+questions that pin every symbol to a value, which the solver answers at
+once, and only where those cannot move a pair of symbols that must stay
+apart, by bounding them all at once (see `shrink`).
 
 Every model it returns satisfies everything the first did (the assertions
-are kept; only bounds are added), so callers that read other terms from the
-model (which accesses race, which bytes) are answered as before. It costs at
-most `MAX_QUERIES` further checks, each under `SHRINK_RLIMIT` (deterministic,
-like every query), and stops early when the lint's budget runs out, keeping
-the smallest model found so far. A kernel gets at most
-`solver.MAX_SHRINKS` small witnesses and `solver.MAX_SHRINK_QUERIES`
-checks for all of them together (the first asked for, in the analyses'
-deterministic order); later ones are Z3's first models.
+are kept; only bounds and pins are added), so callers that read other terms
+from the model (which accesses race, which bytes) are answered as before.
+Each question is under a deterministic resource limit (`SHRINK_RLIMIT`,
+`PINNED_RLIMIT`), so the witness is the same on every machine, and the
+shrink stops early when the lint's budget runs out, keeping the smallest
+model found so far. A kernel gets at most `solver.MAX_SHRINKS` small
+witnesses and `solver.MAX_SHRINK_QUERIES` questions for all of them
+together (the first asked for, in the analyses' deterministic order); later
+ones are Z3's first models.
 """
 
 from __future__ import annotations
@@ -40,11 +31,23 @@ from tolk_lint import budget
 
 MAX_QUERIES = 14
 SHRINK_RLIMIT = 400_000
+# a question with every witness symbol pinned to a value: the constants fold
+# through the formula and the answer is at once (about 0.01 s), so these are
+# many and small; the resource limit only stops one that is not
+PINNED_RLIMIT = 60_000
+MAX_PINNED = 96  # pinned questions per witness
+LARGE = 1  # a symbol still over this after the descent: bound them all at once
+# a first bound (every symbol at most 1) that cost more than this: the formula is
+# hard (a tiled matmul's races: 0.15-0.35 s a question), so pinned questions
+# (`by_pins`); under it each question is a few milliseconds, and the bounds
+# (`by_bounds`) need fewer of them
+EASY_RLIMIT = 100_000
+LARGE_PARAMETER = 64  # a parameter still over this at the end: the values of `_LADDER`, one question each
+_LADDER = (1, 2, 3, 5, 9, 17, 33)  # the just-past-a-power-of-two sizes where bounds break
 # questions pinning symbols the solver may give up on before the shrink
 # stops: each one spends its whole limit, and the next ones, as hard, mostly
 # give up too (NVIDIA's bisectKernelLarge: 12 of a witness's 20 questions, 5.4 s)
 MAX_GIVE_UPS = 2
-_LADDER = (1, 2, 3, 5, 9, 17, 33, 65, 129)  # values tried for a symbol that cannot take its least one
 _PREFIXES = ("ntid.", "tid.", "ctaid.", "k_", "g_", "s_", "param:")
 
 
@@ -157,30 +160,55 @@ def _least(x) -> int:
     return 1 if x.decl().name().startswith("ntid.") else 0
 
 
-def _pin_order(x) -> tuple:
-    """Which symbols to pin first: z and y of the block and the threads, then
-    the parameters, the trips, and x. A parameter pinned to a constant makes
-    a division or a product by it one by a constant, which the solver
-    decides at once; the trips and threads are easy to pin after it."""
-    name = x.decl().name()
-    dim = name.split("@")[0][-1] if name.startswith(("ntid.", "tid.")) else ""
-    group = {"z": 0, "y": 1}.get(dim, 4 if dim == "x" else 2 if name.startswith("param:") else 3)
-    return (group, name.startswith("tid."), name)
-
-
 def _next_bound(lo: int, hi: int) -> int:
     """The bisection's next bound between one known to fail and one known to hold (log scale when far apart)."""
     mid = (lo + hi) // 2 if hi <= 4 * max(lo, 1) else int((max(lo, 1) * hi) ** 0.5)
     return min(max(mid, lo + 1), hi - 1)
 
 
+def _descent_order(x) -> tuple:
+    """Which symbols the descent lowers first: the trips, the block index and
+    the threads, then the block size (it can shrink only once the threads in
+    it have), the parameters last (an extent can shrink only to what the
+    trips and threads still need: `n > tx + 16 * i`)."""
+    name = x.decl().name()
+    group = 0 if name[:2] in ("k_", "g_", "s_") else 1 if name.startswith("ctaid.") else \
+        2 if name.startswith("tid.") else 3 if name.startswith("ntid.") else 4
+    return (group, name)
+
+
 def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries: int = MAX_QUERIES,
-           unsigned: frozenset[str] = frozenset()):
+           unsigned: frozenset[str] = frozenset(), hint: dict[str, int] | None = None):
     """A model of ``solver``'s assertions whose witness symbols are small
     (``model`` itself when none smaller is found); with ``keep``, of those
-    too (each holds in ``model``); and the checks it took (at most
-    ``max_queries``). Parameters are small by magnitude, as signed numbers,
-    except the ``unsigned`` ones (symbol names)."""
+    too (each holds in ``model``); and the questions it cost, counted as
+    `MAX_QUERIES` counts them (a pinned question is a sixteenth of one).
+    Parameters are small by magnitude, as signed numbers, except the
+    ``unsigned`` ones (symbol names).
+
+    Two kinds of question. One that pins every witness symbol to a value is
+    cheap: the solver's preprocessing folds the constants through the
+    formula, so even a division by a runtime extent becomes one by a
+    constant (about 0.01 s, under `PINNED_RLIMIT`). One that only bounds
+    symbols costs what the formula costs: a few milliseconds for most, as
+    much as the finding's own question for some (a tiled matmul's races
+    with no launch shape: 0.15-0.35 s each). So:
+
+    1. ``hint``, the values the kernel's previous small witness gave its
+       symbols (`hint_of`), in one question: a kernel's findings mostly
+       share their smallest launch;
+    2. the bound ``B = 1`` on every symbol at once. What it cost (the
+       solver's resource count, deterministic) says which way goes on:
+    3. an easy formula, `by_bounds`: ``B`` bisected, then each symbol pinned
+       to its least value, then the block to just hold the two threads
+       (about a dozen questions);
+    4. a hard one, `by_pins`: each symbol in turn to the least value that,
+       with every other symbol at its value, still gives a model (pinned
+       questions), the two threads moved down together; then, where a
+       symbol is still large, the bound on the threads and trips at once
+       with the parameters pinned, and a parameter still large asked at a
+       few small values.
+    """
     try:
         syms = witness_symbols(z3, solver.assertions())
     except z3.Z3Exception:
@@ -188,25 +216,29 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
     if not syms:
         return model, 0
     best = model
-    asked = 0
+    asked = pinned_asked = 0
     gave_up = 0
+    settled: dict[str, tuple] = {}  # a symbol's name -> every value when its descent last ended
 
-    def ask(*extra):
+    cost = 0  # the last question's resource count
+
+    def ask(*extra, limit: int = rlimit):
         """True (a model, now `best`), False (none), None (the solver gave
         up); after `MAX_GIVE_UPS` give-ups, None without asking."""
-        nonlocal asked, best, gave_up
+        nonlocal best, gave_up, cost
         if gave_up >= MAX_GIVE_UPS:
             return None
-        asked += 1
+        before = _resources(solver)
         solver.push()
         try:
             solver.add(*keep, *extra)
-            solver.set("rlimit", rlimit)
+            solver.set("rlimit", limit)
             budget.check("making a witness small")
             left = budget.remaining_seconds()
             if left is not None:
                 solver.set("timeout", max(1, int(left * 1000)))
             r = solver.check()
+            cost = _resources(solver) - before
             if r == z3.sat:
                 best = solver.model()
                 return True
@@ -217,15 +249,93 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
         finally:
             solver.pop()
 
-    def bisect(pins, free) -> tuple[int, bool]:
-        """The least bound B found for every symbol of ``free`` at once, under
-        ``pins``, and whether the solver gave up on one."""
+    def ask_bounded(*extra):
         nonlocal asked
+        asked += 1
+        return ask(*extra)
+
+    def ask_pinned(*extra):
+        nonlocal pinned_asked
+        pinned_asked += 1
+        return ask(*extra, limit=min(rlimit, PINNED_RLIMIT))
+
+    def value(x) -> int:
+        v = best.eval(x, model_completion=True)
+        return v.as_long() if z3.is_bv_value(v) else 0
+
+    def descend(order) -> None:
+        """Each symbol of ``order`` in turn to its least size (`_size`) that,
+        with every other witness symbol at its value in `best`, gives a model."""
+        for x in order:
+            size = _size(z3, best, x, unsigned)
+            now = tuple(value(y) for y in order)
+            if size == 0 or settled.get(x.decl().name()) == now:
+                continue  # least already, or no lower when every value was as now
+            least = _least(x)
+            # lowering the first thread, the second's index along the same axis
+            # is left free below its value (at least 1): thread 0 may be the one
+            # the other holds (not the other way round: they would swap back)
+            name = x.decl().name()
+            partner = name.replace("@t0", "@t1") if name.endswith("@t0") else None
+            others = [(y == value(y)) if y.decl().name() != partner or y is x
+                      else _within(z3, y, max(1, _size(z3, best, y, unsigned)), unsigned) for y in syms if y is not x]
+            got = ask_pinned(*others, x == least)
+            lo = 0  # a size known to fail
+            while got is False and size - lo > 1 and pinned_asked < MAX_PINNED:
+                # a bound, not a value: the model may land below it
+                got = ask_pinned(*others, _within(z3, x, _next_bound(lo, size), unsigned))
+                if got:
+                    size, got = _size(z3, best, x, unsigned), False  # go on below it
+                elif got is False:
+                    lo = _next_bound(lo, size)
+            settled[name] = tuple(value(y) for y in order)
+            if gave_up >= MAX_GIVE_UPS or pinned_asked >= MAX_PINNED:
+                return
+
+    def shift_threads() -> None:
+        """The two threads moved down together, one dimension at a time, as
+        far as a model allows: two threads that race on a row share its
+        index, and lowering one alone parts them."""
+        by_name = {x.decl().name(): x for x in syms}
+        for d in "xyz":
+            pair = [by_name.get(f"tid.{d}@t0"), by_name.get(f"tid.{d}@t1")]
+            if None in pair or gave_up >= MAX_GIVE_UPS or pinned_asked >= MAX_PINNED:
+                continue
+            a, b = value(pair[0]), value(pair[1])
+            others = [y == value(y) for y in syms if all(y is not t for t in pair)]
+
+            def down(delta: int, others=others, t0=pair[0], t1=pair[1], a=a, b=b):
+                return ask_pinned(*others, t0 == a - delta, t1 == b - delta)
+
+            lo, hi = 0, min(a, b)  # a shift known to hold, and the largest one asked
+            if hi == 0 or down(hi):
+                continue
+            while hi - lo > 1 and pinned_asked < MAX_PINNED:
+                mid = (lo + hi) // 2
+                got = down(mid)
+                if got is None:
+                    break
+                lo, hi = (mid, hi) if got else (lo, mid)
+
+    def descents() -> None:
+        """`descend` and `shift_threads` until they move nothing (three rounds at most)."""
+        for _round in range(3):
+            before = [value(x) for x in order]
+            descend(order)
+            shift_threads()
+            if [value(x) for x in order] == before:
+                return
+
+    def bisect(pins, free, got: bool | None | str = "ask") -> tuple[int, bool]:
+        """The least bound B found for every symbol of ``free`` at once, under
+        ``pins``, and whether the solver gave up on one (``got``: the answer
+        for B = 1, when it was asked already)."""
         hi = max(_size(z3, best, x, unsigned) for x in free)
         if hi <= 1:
             return hi, False
         limit = min(max_queries, asked + max_queries * 2 // 3)
-        got = ask(*pins, *[_within(z3, x, 1, unsigned) for x in free])
+        if got == "ask":
+            got = ask_bounded(*pins, *[_within(z3, x, 1, unsigned) for x in free])
         if got:
             return 1, False
         lo = 1  # a bound known to fail (0 is never tried: two threads differ)
@@ -236,49 +346,36 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
                 # gave up on (most of a shrink's time went to such answers).
                 return hi, True
             mid = _next_bound(lo, hi)
-            got = ask(*pins, *[_within(z3, x, mid, unsigned) for x in free])
+            got = ask_bounded(*pins, *[_within(z3, x, mid, unsigned) for x in free])
             if got:
                 hi = max(_size(z3, best, x, unsigned) for x in free)
             else:
                 lo = mid
         return hi, got is None
 
-    try:
+    def by_bounds(first: bool | None) -> None:
+        """Bisect the bound on every symbol at once (``first``: the answer
+        for B = 1), then pin each symbol to its least value in turn, then
+        the block to just hold the two threads: few questions, each as hard
+        as the finding's own."""
+        nonlocal gave_up
         pins: list = []
-        hi, too_hard = bisect(pins, syms)
+        hi, too_hard = bisect(pins, syms, first)
         gave_up = 0  # that bound was the hardest question: the cap counts the pins' questions
-        pinned = set()
         if too_hard:
             # All the symbols bounded at once was too hard (a division by a
-            # runtime extent, say). Pin the parameters first, one at a time,
-            # each to the first value of a short ladder that still gives a
-            # model: with its divisors and factors constants, the rest of the
-            # question is easy, and the bisection over the others is asked again.
-            for x in sorted((x for x in syms if x.decl().name().startswith("param:")), key=_pin_order):
-                for value in (_least(x), *_LADDER):
-                    if asked >= max_queries or value >= _size(z3, best, x, unsigned):
-                        break
-                    got = ask(*pins, x == value)
-                    if got:
-                        pins.append(x == value)
-                        pinned.add(x.decl().name())
-                    if got is not False:  # pinned, or the solver gave up: it would on the next value too
-                        break
-            free = [x for x in syms if x.decl().name() not in pinned]
-            if free and pinned:
-                hi, _ = bisect(pins, free)
-        pins += [_within(z3, x, hi, unsigned) for x in syms if x.decl().name() not in pinned]
-        for x in sorted(syms, key=_pin_order):
+            # runtime extent, say): lower them one at a time instead.
+            by_pins()
+            return
+        pins += [_within(z3, x, hi, unsigned) for x in syms]
+        for x in sorted(syms, key=_descent_order):
             if asked >= max_queries or gave_up >= MAX_GIVE_UPS:
                 break
-            if x.decl().name() in pinned:
-                continue
-            v = best.eval(x, model_completion=True)
             least = _least(x)
-            if z3.is_bv_value(v) and v.as_long() == least:
+            if value(x) == least:
                 pins.append(x == least)
                 continue
-            if ask(*pins, x == least):
+            if ask_bounded(*pins, x == least):
                 pins.append(x == least)
         for d in "xyz":  # the block just large enough for the two threads
             if asked >= max_queries or gave_up >= MAX_GIVE_UPS:
@@ -287,11 +384,83 @@ def shrink(z3, solver, model, rlimit: int = SHRINK_RLIMIT, keep=(), max_queries:
             tids = [x for x in syms if x.decl().name() in (f"tid.{d}@t0", f"tid.{d}@t1")]
             if n is None or not tids:
                 continue
-            need = max(best.eval(t, model_completion=True).as_long() for t in tids) + 1
-            if best.eval(n, model_completion=True).as_long() > need and ask(*pins, n == need):
+            need = max(value(t) for t in tids) + 1
+            if value(n) > need and ask_bounded(*pins, n == need):
                 pins.append(n == need)
+
+    def by_pins() -> None:
+        """`descents`, then the bound on the threads and trips at once where
+        one is still large, then the parameters' small values."""
+        nonlocal gave_up
+        gave_up = 0
+        descents()
+        gave_up = 0  # each stage has its own give-ups: a pinned question under a division may need more
+        if max(_size(z3, best, x, unsigned) for x in syms) > LARGE:
+            # lowered one at a time, a pair of symbols that must stay apart
+            # (two threads 64 apart, a thread and the block holding it) stays
+            # where Z3 put it: bound them all at once. The parameters keep
+            # their values, as the descent left them (small, or needed so),
+            # which makes a division or a product by them one by a constant.
+            params = [x == value(x) for x in syms if x.decl().name().startswith("param:")]
+            free = [x for x in syms if not x.decl().name().startswith("param:")]
+            if free:
+                bisect(params, free)
+                gave_up = 0
+                descents()
+        gave_up = 0
+        for x in order:
+            # a parameter still large: tied to the threads and trips through a
+            # division or a product (`idx // d` with `idx < k * d`), it moves
+            # only with them. Ask for it at each of a few small values in
+            # turn, everything else free, then lower the rest again.
+            if not x.decl().name().startswith("param:") or _size(z3, best, x, unsigned) <= LARGE_PARAMETER:
+                continue
+            for v in (_least(x), *_LADDER):
+                if asked >= max_queries or gave_up >= MAX_GIVE_UPS or v >= _size(z3, best, x, unsigned):
+                    break
+                got = ask_bounded(x == v)
+                if got:
+                    descents()
+                if got is not False:  # lowered, or the solver gave up: it would on the next value too
+                    break
+
+    order = sorted(syms, key=_descent_order)
+    try:
+        hinted = [x == hint[x.decl().name()] for x in syms if hint and x.decl().name() in hint]
+        if hinted:
+            ask_pinned(*hinted) if len(hinted) == len(syms) else ask_bounded(*hinted)
+        gave_up = 0
+        if max(_size(z3, best, x, unsigned) for x in syms) <= 1:
+            by_pins()  # at most one pinned question per symbol
+        else:
+            # how hard the formula is, by what the first bound cost (the
+            # solver's deterministic resource count, not the clock)
+            first = ask_bounded(*[_within(z3, x, 1, unsigned) for x in syms])
+            if first is None or cost > EASY_RLIMIT:
+                by_pins()
+            else:
+                by_bounds(first)
     except budget.BudgetExceeded:
         pass  # the lint's budget is spent: the smallest model so far
     except z3.Z3Exception:
         pass
-    return best, asked
+    return best, asked + (pinned_asked + 15) // 16
+
+
+def _resources(solver) -> int:
+    """The solver's resource count so far (deterministic, like its limit)."""
+    try:
+        return int(solver.statistics().get_key_value("rlimit count"))
+    except Exception:  # noqa: BLE001 - a build without the statistic: every formula looks easy
+        return 0
+
+
+def hint_of(z3, solver, model) -> dict[str, int]:
+    """The values ``model`` gives the witness symbols of ``solver``'s
+    assertions: the next witness's `shrink` hint."""
+    try:
+        syms = witness_symbols(z3, solver.assertions())
+        values = {x.decl().name(): model.eval(x, model_completion=True) for x in syms}
+    except z3.Z3Exception:
+        return {}
+    return {name: v.as_long() for name, v in values.items() if z3.is_bv_value(v)}

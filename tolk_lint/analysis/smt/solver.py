@@ -82,6 +82,7 @@ def fresh_witnesses(unsigned: frozenset[str] = frozenset()) -> None:
     _local.shrinks = MAX_SHRINKS
     _local.shrink_queries = MAX_SHRINK_QUERIES
     _local.unsigned = unsigned
+    _local.hint = {}  # the values of the run's last small witness (`shrink`'s hint)
 
 
 def z3mod():
@@ -128,13 +129,15 @@ class Verdict:
             if left <= 0 or queries <= 0:
                 return self.model  # the kernel's witnesses past the first few stay as Z3 gave them
             _local.shrinks = left - 1
-            from tolk_lint.analysis.smt.shrink import MAX_QUERIES, shrink
+            from tolk_lint.analysis.smt.shrink import MAX_QUERIES, hint_of, shrink
 
             base = self.model
             if keep and not all(_z3.is_true(base.eval(k, model_completion=True)) for k in keep):
                 return base  # not a model of the disjunct: nothing to start from
+            hint = getattr(_local, "hint", {})
             got, asked = shrink(_z3, self.solver, base, keep=keep, max_queries=min(queries, MAX_QUERIES),
-                                unsigned=getattr(_local, "unsigned", frozenset()))
+                                unsigned=getattr(_local, "unsigned", frozenset()), hint=hint)
+            _local.hint = {**hint, **hint_of(_z3, self.solver, got)}
             self._small[key] = got
             _local.shrink_queries = queries - asked
         return got
