@@ -88,6 +88,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # the tests marked slow first (a stable sort: each group keeps its order):
+    # pytest-xdist hands tests out in this order, so the long ones start at
+    # once instead of leaving one worker running them alone at the end
+    items.sort(key=lambda item: "slow" not in item.keywords)
     if shutil.which("nvcc"):
         return
     skip = pytest.mark.skip(reason="nvcc is not on PATH: CUDA C fixtures are compiled at test time")

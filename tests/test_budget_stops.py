@@ -97,6 +97,7 @@ def test_memory_held_before_the_lint_is_not_the_lints():
     del held
 
 
+@pytest.mark.slow
 def test_time_budget_stops_parsing_fifty_megabytes(tmp_path):
     src = ACCEPTANCE / "cuda" / "sgemm_tiled.sm80.ptx"
     text = src.read_text() if src.is_file() else SMALL_PTX

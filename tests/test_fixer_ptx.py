@@ -109,6 +109,7 @@ def test_staging_fixture_is_fixed_and_validated(name, block, spec, tmp_path):
     fix_and_validate(ptx, block, FIXER / "staging" / spec, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.nvcc
 @pytest.mark.parametrize("name, block", FIXED, ids=[n for n, _ in FIXED])
 def test_fixture_is_fixed_and_validated(name, block, tmp_path):
@@ -119,6 +120,7 @@ def test_fixture_is_fixed_and_validated(name, block, tmp_path):
         assert b["shared_bytes"] == 2 * a["shared_bytes"], (arch, a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, block, spec", ACCEPTED, ids=[n for n, _, _ in ACCEPTED])
 def test_acceptance_kernel_is_fixed_and_validated(name, block, spec, tmp_path):
     src = ACCEPTANCE / name

@@ -34,6 +34,7 @@ def loaded():
     return fuzzer.seed_files()
 
 
+@pytest.mark.slow
 def test_fuzz(loaded):
     seeds = loaded
     counts: Counter = Counter()

@@ -101,6 +101,7 @@ def test_manifest_is_valid():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_hook_fails_on_a_bad_kernel_and_passes_once_fixed(hook_repo, home, tmp_path):
     consumer = str(tmp_path / "consumer")
     os.makedirs(os.path.join(consumer, "kernels"))

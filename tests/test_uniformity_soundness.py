@@ -20,6 +20,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import pytest
 from kernelgen import generate
 
 from tolk_lint.analysis.placements import placements
@@ -92,6 +93,7 @@ def _check_seeds(seeds: range) -> tuple[int, int, int, int, list[str]]:
     return checked, skipped, flagged, z3_kernels, failures
 
 
+@pytest.mark.slow
 def test_uniformity_is_sound_on_generated_kernels():
     start = time.perf_counter()
     workers = max(1, min(4, os.cpu_count() or 1))
